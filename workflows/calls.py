@@ -1,0 +1,63 @@
+"""How workflow code (the run loop and hooks) calls activities: names, timeouts, retries.
+
+Hooks import from here so every activity call of a run shares one set of durable options.
+Timeouts are short on heartbeats so that a crashed worker's activities are retried on
+another worker within seconds (measured: see README "Crash recovery").
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from agent.payloads import ModelCallInput, ModelCallOutput, ToolInvocationInput, ToolInvocationOutput
+
+CHAT_COMPLETION = "chat_completion"
+INVOKE_TOOL = "invoke_tool"
+
+#: Error type raised by activities for failures that retrying cannot fix (HTTP 400/401/403/404/422).
+NON_RETRYABLE_MODEL_ERROR = "ModelClientError"
+
+HEARTBEAT_TIMEOUT = timedelta(seconds=3)
+
+MODEL_RETRY_POLICY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=500),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    non_retryable_error_types=[NON_RETRYABLE_MODEL_ERROR],
+)
+
+TOOL_RETRY_POLICY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=500),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+)
+
+
+async def call_model(request: ModelCallInput) -> ModelCallOutput:
+    """Run the ``chat_completion`` activity; transient errors are retried with backoff."""
+    return await workflow.execute_activity(
+        CHAT_COMPLETION,
+        request,
+        result_type=ModelCallOutput,
+        start_to_close_timeout=timedelta(minutes=5),
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        retry_policy=MODEL_RETRY_POLICY,
+        summary=f"{request.purpose} model call",
+    )
+
+
+async def call_tool(request: ToolInvocationInput) -> ToolInvocationOutput:
+    """Run one tool call in the ``invoke_tool`` activity."""
+    return await workflow.execute_activity(
+        INVOKE_TOOL,
+        request,
+        result_type=ToolInvocationOutput,
+        start_to_close_timeout=timedelta(hours=1),
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        retry_policy=TOOL_RETRY_POLICY,
+        summary=request.tool_call.tool_name,
+    )
