@@ -51,10 +51,15 @@ class ModelCallOutput(BaseModel):
 
 
 class ToolInvocationInput(BaseModel):
-    """Input of the ``invoke_tool`` activity: one call of one tool."""
+    """Input of the ``invoke_tool`` activity: one call of one tool.
+
+    :param call_key: The call's id, or a deterministic stand-in for id-less calls; the tool's
+        idempotency key is ``{run_id}/{call_key}``.
+    """
 
     run_id: str
     tool_call: ToolCall
+    call_key: str
     step: int = 0
 
 
@@ -64,3 +69,71 @@ class ToolInvocationOutput(BaseModel):
     result: str
     error: bool = False
     meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunSnapshot(BaseModel):
+    """Everything a run carries across continue-as-new.
+
+    :param state: The State's data (messages, counters, extra keys).
+    :param hook_memory: What hooks with ``snapshot()`` returned, keyed ``"point/index"``.
+    :param hook_token_usage: Usage of model calls made by hooks so far.
+    :param continuations: How many times this run has continued as new.
+    """
+
+    state: dict[str, Any]
+    hook_memory: dict[str, Any] = Field(default_factory=dict)
+    hook_token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    continuations: int = 0
+
+
+class AgentRunInput(BaseModel):
+    """Input of ``AgentWorkflow``.
+
+    :param agent: ``Agent.to_dict()``: model, tools by spec, hooks by reference.
+    :param messages: The conversation to start from.
+    :param hook_context: JSON data for hooks (``state["hook_context"]``).
+    :param state: Initial values of ``state_schema`` keys.
+    :param snapshot: Set only when the run continues as new.
+    """
+
+    agent: dict[str, Any]
+    messages: list[ChatMessage] = Field(default_factory=list)
+    hook_context: dict[str, Any] = Field(default_factory=dict)
+    state: dict[str, Any] = Field(default_factory=dict)
+    snapshot: RunSnapshot | None = None
+
+
+class AgentRunResult(BaseModel):
+    """What a finished run returns.
+
+    :param tool_call_counts: Tool calls per tool name, as in Haystack.
+    :param token_usage: The agent's own model calls (cumulative).
+    :param hook_token_usage: Model calls made by hooks (summaries), counted apart.
+    :param state: The values of the ``state_schema`` keys.
+    :param continuations: How many times the run continued as new.
+    """
+
+    messages: list[ChatMessage]
+    last_message: ChatMessage | None = None
+    exit_reason: str | None = None
+    step_count: int = 0
+    token_usage: dict[str, int] = Field(default_factory=dict)
+    hook_token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    tool_call_counts: dict[str, int] = Field(default_factory=dict)
+    state: dict[str, Any] = Field(default_factory=dict)
+    continuations: int = 0
+
+
+class RunStatus(BaseModel):
+    """Answer of the ``run_status`` query."""
+
+    run_id: str
+    step_count: int
+    phase: str
+    waiting_for_approval: bool = False
+    pending_confirmations: int = 0
+    exit_reason: str | None = None
+    done: bool = False
+    token_usage: dict[str, int] = Field(default_factory=dict)
+    hook_token_usage: TokenUsage = Field(default_factory=TokenUsage)
+    continuations: int = 0

@@ -7,13 +7,14 @@ another worker within seconds (measured: see README "Crash recovery").
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from agent.payloads import ModelCallInput, ModelCallOutput, ToolInvocationInput, ToolInvocationOutput
+    from agent.payloads import ModelCallInput, ModelCallOutput, TokenUsage, ToolInvocationInput, ToolInvocationOutput
 
 CHAT_COMPLETION = "chat_completion"
 INVOKE_TOOL = "invoke_tool"
@@ -37,8 +38,41 @@ TOOL_RETRY_POLICY = RetryPolicy(
 )
 
 
+# Token usage of model calls made by hooks (summaries), kept apart from the agent's own
+# ``token_usage`` as in Haystack. The run loop sets a fresh holder per run; a ContextVar keeps
+# runs that share a worker apart.
+_hook_usage: ContextVar[list[TokenUsage] | None] = ContextVar("agent_hook_token_usage", default=None)
+
+
+def reset_hook_token_usage(initial: TokenUsage | None = None) -> list[TokenUsage]:
+    """Start accounting hook model calls for the current run (called by the run loop).
+
+    :returns: The one-item holder, so the run's query handlers can read it from any context.
+    """
+    holder = [initial or TokenUsage()]
+    _hook_usage.set(holder)
+    return holder
+
+
+def hook_token_usage() -> TokenUsage:
+    """Total usage of the model calls hooks made in this run so far."""
+    holder = _hook_usage.get()
+    return holder[0] if holder else TokenUsage()
+
+
 async def call_model(request: ModelCallInput) -> ModelCallOutput:
-    """Run the ``chat_completion`` activity; transient errors are retried with backoff."""
+    """Run the ``chat_completion`` activity; transient errors are retried with backoff.
+
+    Calls with ``purpose="hook"`` are added to :func:`hook_token_usage`.
+    """
+    output = await _execute_model_call(request)
+    holder = _hook_usage.get()
+    if request.purpose == "hook" and holder is not None:
+        holder[0] = holder[0] + output.usage
+    return output
+
+
+async def _execute_model_call(request: ModelCallInput) -> ModelCallOutput:
     return await workflow.execute_activity(
         CHAT_COMPLETION,
         request,

@@ -1,0 +1,152 @@
+"""The model call: Chat Completions with tools through the ``openai`` SDK.
+
+Works with any OpenAI-compatible endpoint (``OPENAI_BASE_URL``). The SDK's own retries are
+off: Temporal's retry policy owns retries, so they are visible in history and survive crashes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import openai
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.heartbeat import with_heartbeats
+from agent.messages import ChatMessage, ChatRole, ToolCall
+from agent.payloads import ModelCallInput, ModelCallOutput, TokenUsage
+from agent.tools import ToolSpec
+
+NON_RETRYABLE_MODEL_ERROR = "ModelClientError"
+#: Status codes no retry can fix: bad request, bad key, forbidden, unknown model, unprocessable.
+CLIENT_ERROR_STATUSES = frozenset({400, 401, 403, 404, 422})
+
+
+def openai_client_from_env() -> openai.AsyncOpenAI:
+    """An ``AsyncOpenAI`` client configured by ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, SDK retries off."""
+    return openai.AsyncOpenAI(
+        api_key=os.environ.get("OPENAI_API_KEY") or "scripted-model-needs-no-key",
+        base_url=os.environ.get("OPENAI_BASE_URL") or None,
+        max_retries=0,
+        timeout=float(os.environ.get("OPENAI_TIMEOUT_SECONDS", "120")),
+    )
+
+
+def to_openai_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """Our messages in the Chat Completions wire format (one ``tool`` message per result)."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == ChatRole.TOOL:
+            for result in message.tool_call_results:
+                out.append({"role": "tool", "tool_call_id": result.origin.id or "", "content": result.result})
+            continue
+        entry: dict[str, Any] = {"role": message.role.value, "content": message.text}
+        if message.name:
+            entry["name"] = message.name
+        if message.tool_calls:
+            entry["tool_calls"] = [
+                {
+                    "id": call.id or "",
+                    "type": "function",
+                    "function": {
+                        "name": call.tool_name,
+                        "arguments": (call.extra or {}).get("invalid_arguments") or json.dumps(call.arguments),
+                    },
+                }
+                for call in message.tool_calls
+            ]
+        out.append(entry)
+    return out
+
+
+def to_openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    """Tool specs as Chat Completions function tools."""
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in tools
+    ]
+
+
+def _parse_tool_call(raw: Any) -> ToolCall:
+    """A model tool call; unparsable arguments are kept raw so the run loop can answer with an error."""
+    arguments_text = raw.function.arguments or "{}"
+    try:
+        arguments = json.loads(arguments_text)
+        if not isinstance(arguments, dict):
+            raise ValueError("arguments are not a JSON object")
+    except ValueError:
+        return ToolCall(tool_name=raw.function.name, arguments={}, id=raw.id, extra={"invalid_arguments": arguments_text})
+    return ToolCall(tool_name=raw.function.name, arguments=arguments, id=raw.id)
+
+
+def from_openai_response(response: Any) -> ModelCallOutput:
+    """Turn a ``ChatCompletion`` into our reply message and usage."""
+    choice = response.choices[0]
+    usage = TokenUsage(
+        prompt_tokens=getattr(response.usage, "prompt_tokens", 0) or 0,
+        completion_tokens=getattr(response.usage, "completion_tokens", 0) or 0,
+        total_tokens=getattr(response.usage, "total_tokens", 0) or 0,
+    )
+    meta: dict[str, Any] = {"model": response.model, "finish_reason": choice.finish_reason, "usage": usage.model_dump()}
+    message = ChatMessage.from_assistant(
+        text=choice.message.content,
+        tool_calls=[_parse_tool_call(c) for c in choice.message.tool_calls or []],
+        meta=meta,
+    )
+    return ModelCallOutput(message=message, usage=usage)
+
+
+class ModelActivities:
+    """Holds the worker's OpenAI client; ``chat_completion`` is the activity.
+
+    :param client: An ``openai.AsyncOpenAI``; by default one from the environment.
+    """
+
+    def __init__(self, client: openai.AsyncOpenAI | None = None) -> None:
+        self._client = client
+
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        if self._client is None:
+            self._client = openai_client_from_env()
+        return self._client
+
+    @activity.defn(name="chat_completion")
+    async def chat_completion(self, request: ModelCallInput) -> ModelCallOutput:
+        """Call the model once.
+
+        :raises ApplicationError: Non-retryable (type ``ModelClientError``) for 400/401/403/404/422;
+            retryable, honouring ``Retry-After``, for 429; other failures propagate and are retried.
+        """
+        kwargs: dict[str, Any] = {"model": request.model, "messages": to_openai_messages(request.messages)}
+        if request.tools:
+            kwargs["tools"] = to_openai_tools(request.tools)
+        kwargs.update(request.settings)
+        try:
+            response = await with_heartbeats(self.client.chat.completions.create(**kwargs))
+        except openai.APIStatusError as exc:
+            raise _classify(exc) from exc
+        return from_openai_response(response)
+
+
+def _classify(exc: openai.APIStatusError) -> Exception:
+    status = exc.status_code
+    if status in CLIENT_ERROR_STATUSES:
+        return ApplicationError(
+            f"The model endpoint rejected the request with HTTP {status}: {exc.message}. "
+            "Retrying cannot fix this; check the model name, API key and request.",
+            type=NON_RETRYABLE_MODEL_ERROR,
+            non_retryable=True,
+        )
+    delay = None
+    retry_after = exc.response.headers.get("retry-after") if exc.response is not None else None
+    if retry_after:
+        try:
+            from datetime import timedelta
+
+            delay = timedelta(seconds=float(retry_after))
+        except ValueError:
+            delay = None
+    return ApplicationError(f"Model endpoint returned HTTP {status}: {exc.message}", type="ModelTransientError", next_retry_delay=delay)

@@ -1,0 +1,101 @@
+"""Client side: connect, start a run, and the handle to follow, query and steer it."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import WorkflowIDReusePolicy
+
+from agent.messages import ChatMessage
+from agent.payloads import AgentRunInput, AgentRunResult, RunStatus
+from agent.plugin import AgentPlugin
+from agent.settings import Settings
+
+if TYPE_CHECKING:
+    from agent.agent import Agent
+
+WORKFLOW_TYPE = "AgentWorkflow"
+
+
+async def connect(address: str | None = None, namespace: str | None = None) -> Client:
+    """A Temporal client with this project's data converter.
+
+    Same as ``Client.connect(address, plugins=[AgentPlugin()])``.
+
+    :param address: Defaults to ``TEMPORAL_ADDRESS`` (``localhost:7233``).
+    :param namespace: Defaults to ``TEMPORAL_NAMESPACE`` (``default``).
+    """
+    settings = Settings.from_env()
+    return await Client.connect(
+        address or settings.temporal_address,
+        namespace=namespace or settings.temporal_namespace,
+        plugins=[AgentPlugin()],
+    )
+
+
+class AgentRunHandle:
+    """A handle on one run (workflow id = run id), from ``Agent.start`` or :func:`get_run`."""
+
+    def __init__(self, client: Client, run_id: str) -> None:
+        self.client = client
+        self.run_id = run_id
+        # No pinned run: follows the run across continue-as-new.
+        self.workflow: WorkflowHandle = client.get_workflow_handle(run_id, result_type=AgentRunResult)
+
+    async def result(self) -> AgentRunResult:
+        """Wait for the run to finish (across any continue-as-new) and return its result."""
+        return await self.workflow.result()
+
+    async def status(self) -> RunStatus:
+        """The ``run_status`` query: step, phase, approvals pending, exit reason when done."""
+        return await self.workflow.query("run_status", result_type=RunStatus)
+
+    def __repr__(self) -> str:
+        return f"AgentRunHandle({self.run_id!r})"
+
+
+def get_run(client: Client, run_id: str) -> AgentRunHandle:
+    """Re-attach to a run from any process."""
+    return AgentRunHandle(client, run_id)
+
+
+def _require_json(name: str, value: Any) -> None:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name} is recorded in workflow history and must be JSON-serialisable data (ids, descriptors), "
+            f"not live objects: {exc}"
+        ) from exc
+
+
+async def start_run(
+    agent: Agent,
+    client: Client,
+    messages: list[ChatMessage],
+    run_id: str,
+    task_queue: str,
+    hook_context: dict[str, Any] | None,
+    state: dict[str, Any] | None,
+) -> AgentRunHandle:
+    """Start ``AgentWorkflow`` for ``agent`` (see ``Agent.start`` for the parameters)."""
+    hook_context = dict(hook_context or {})
+    state = dict(state or {})
+    _require_json("hook_context", hook_context)
+    _require_json("state", state)
+    unknown = sorted(set(state) - set(agent.state_schema))
+    if unknown:
+        raise ValueError(f"state names keys not in the agent's state_schema: {', '.join(unknown)}.")
+    if not messages:
+        raise ValueError("A run needs at least one message.")
+    run_input = AgentRunInput(agent=agent.to_dict(), messages=messages, hook_context=hook_context, state=state)
+    await client.start_workflow(
+        WORKFLOW_TYPE,
+        run_input,
+        id=run_id,
+        task_queue=task_queue,
+        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+    )
+    return AgentRunHandle(client, run_id)

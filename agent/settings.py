@@ -1,0 +1,29 @@
+"""Configuration from the environment, with the ecosystem's own variable names."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import BaseModel
+
+
+class Settings(BaseModel):
+    """Where to find Temporal and which queue to use.
+
+    Read with :meth:`from_env`: ``TEMPORAL_ADDRESS`` (default ``localhost:7233``),
+    ``TEMPORAL_NAMESPACE`` (default ``default``), ``AGENT_TASK_QUEUE`` (default ``agent``).
+    The model endpoint (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``) and S3 (boto3's own
+    ``AWS_*`` names, ``TOOL_RESULTS_BUCKET``) are read where they are used.
+    """
+
+    temporal_address: str = "localhost:7233"
+    temporal_namespace: str = "default"
+    task_queue: str = "agent"
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        return cls(
+            temporal_address=os.environ.get("TEMPORAL_ADDRESS", "localhost:7233"),
+            temporal_namespace=os.environ.get("TEMPORAL_NAMESPACE", "default"),
+            task_queue=os.environ.get("AGENT_TASK_QUEUE", "agent"),
+        )

@@ -1,0 +1,73 @@
+"""Shared fixtures: a real Temporal dev server and moto S3 (one DevStack per session), the
+scripted OpenAI-compatible model server, a client with the project's converter, and a worker.
+
+Each test scripts its own model name (the ``model`` fixture), so tests never share replies.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from agent.client import connect
+from agent.devstack import DevStack
+from agent.scripted_model import ScriptedModelServer
+from tests.tools import TEST_TOOLS
+from worker import create_worker
+
+TEST_TASK_QUEUE = "tests"
+
+
+@pytest.fixture(scope="session")
+def scripted() -> Iterator[ScriptedModelServer]:
+    """The scripted model; the worker's OPENAI_BASE_URL points at it (never at a real model)."""
+    server = ScriptedModelServer().start()
+    previous = {k: os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}
+    os.environ["OPENAI_BASE_URL"] = server.base_url
+    os.environ["OPENAI_API_KEY"] = "scripted-model"
+    yield server
+    server.stop()
+    for key, value in previous.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    """Temporal dev server + moto S3 on free loopback ports, env applied for the session."""
+    data_dir: Path = tmp_path_factory.mktemp("devstack")
+    dev = DevStack(data_dir, with_ui=False, persist_s3=False).start()
+    previous = dev.apply_env()
+    yield dev
+    dev.stop()
+    DevStack.restore_env(previous)
+
+
+@pytest.fixture(scope="session")
+async def client(stack: DevStack, scripted: ScriptedModelServer) -> Client:
+    return await connect(stack.temporal.address, stack.temporal.namespace)
+
+
+@pytest.fixture(scope="session")
+async def worker(client: Client) -> AsyncIterator[str]:
+    """A worker with the test tools on ``TEST_TASK_QUEUE``; yields the queue name."""
+    async with create_worker(client, tools=TEST_TOOLS, task_queue=TEST_TASK_QUEUE):
+        yield TEST_TASK_QUEUE
+
+
+@pytest.fixture
+def model(scripted: ScriptedModelServer) -> str:
+    """A model name of this test's own (script it with ``scripted.script(model, [...])``)."""
+    return f"m-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def run_id() -> str:
+    return f"run-{uuid.uuid4().hex[:12]}"

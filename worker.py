@@ -1,0 +1,95 @@
+"""The agent worker: ``python worker.py`` runs one with the demo tools.
+
+``create_worker(client, tools=[...], task_queue=...)`` builds a temporalio ``Worker`` that runs
+``AgentWorkflow``, the model activity, one activity per tool call, and the store activities.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.model import ModelActivities
+from activities.tools import ToolActivities
+from agent.plugin import AgentPlugin
+from agent.settings import Settings
+from agent.tools import Tool
+from workflows.agent_workflow import AgentWorkflow
+
+#: Crash recovery: a workflow task stuck on a dead worker's sticky queue moves to the shared
+#: queue after this long (Temporal's default is 5 s). Activity heartbeats (3 s timeout, sent
+#: every second) cover in-flight model and tool calls; see workflows/calls.py.
+STICKY_SCHEDULE_TO_START = timedelta(seconds=1)
+HEARTBEAT_THROTTLE = timedelta(seconds=1)
+
+
+def _store_activities() -> list[Any]:
+    try:
+        from activities.tool_results import TOOL_RESULT_ACTIVITIES
+    except ImportError:  # the offloading package is optional for a bare worker
+        return []
+    return list(TOOL_RESULT_ACTIVITIES)
+
+
+def create_worker(
+    client: Client,
+    tools: list[Tool],
+    task_queue: str | None = None,
+    model_activities: ModelActivities | None = None,
+    **worker_options: Any,
+) -> Worker:
+    """Build a worker for agent runs.
+
+    :param client: A client from :func:`agent.connect` (it must carry the project's converter).
+    :param tools: The tool functions (``@tool``) this worker can run.
+    :param task_queue: Defaults to ``AGENT_TASK_QUEUE`` (``agent``).
+    :param model_activities: A custom model client holder; by default one from ``OPENAI_*``.
+    :param worker_options: Passed to ``temporalio.worker.Worker`` (override the tuned defaults).
+    :raises ValueError: On duplicate tool names or a non-``Tool`` in ``tools``.
+    """
+    tool_activities = ToolActivities(tools)
+    model = model_activities or ModelActivities()
+    plugins = [] if any(isinstance(p, AgentPlugin) for p in client.config().get("plugins", [])) else [AgentPlugin()]
+    options: dict[str, Any] = {
+        "sticky_queue_schedule_to_start_timeout": STICKY_SCHEDULE_TO_START,
+        "max_heartbeat_throttle_interval": HEARTBEAT_THROTTLE,
+        "default_heartbeat_throttle_interval": HEARTBEAT_THROTTLE,
+        "graceful_shutdown_timeout": timedelta(seconds=5),
+        "max_concurrent_activities": 64,
+    }
+    options.update(worker_options)
+    return Worker(
+        client,
+        task_queue=task_queue or Settings.from_env().task_queue,
+        workflows=[AgentWorkflow],
+        activities=[model.chat_completion, tool_activities.invoke_tool, *_store_activities()],
+        plugins=plugins,
+        **options,
+    )
+
+
+async def run_worker(tools: list[Tool] | None = None) -> None:
+    """Connect from the environment and run a worker until SIGINT/SIGTERM."""
+    from agent.client import connect
+    from agent.demo_tools import DEMO_TOOLS
+
+    client = await connect()
+    worker = create_worker(client, tools=DEMO_TOOLS if tools is None else tools)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with worker:
+        logging.getLogger(__name__).info("worker polling task queue %r", worker.task_queue)
+        await stop.wait()
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(run_worker())

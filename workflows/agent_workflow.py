@@ -1,0 +1,326 @@
+"""``AgentWorkflow``: the agent's run loop, in the order and precedence of Haystack 3.x.
+
+Deterministic code only: the model call and each tool call are activities; hooks are awaited
+in place. See DESIGN.md "The run loop" for the rules this file implements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from agent.agent import Agent
+    from agent.messages import ChatMessage, ToolCall
+    from agent.payloads import (
+        AgentRunInput,
+        AgentRunResult,
+        ModelCallInput,
+        RunSnapshot,
+        RunStatus,
+        TokenUsage,
+        ToolInvocationInput,
+    )
+    from agent.state import State, replace_values
+    from hooks.protocol import AFTER_RUN, AFTER_TOOL, BEFORE_LLM, BEFORE_RUN, BEFORE_TOOL, ON_EXIT
+    from workflows.calls import call_model, call_tool, hook_token_usage, reset_hook_token_usage
+    from workflows.run_context import RunContext, set_current_run
+
+EXIT_TEXT = "text"
+EXIT_MAX_STEPS = "max_agent_steps"
+_INCOMPLETE_FINISH_REASONS = ("length", "content_filter")
+
+
+def model_exit_reason(reply: ChatMessage) -> str | None:
+    """Why a tool-call-free reply ends the run, or None (an empty reply does not), as in Haystack."""
+    if reply.tool_calls:
+        return None
+    finish_reason = reply.meta.get("finish_reason")
+    if finish_reason in _INCOMPLETE_FINISH_REASONS:
+        return finish_reason
+    return EXIT_TEXT if reply.text else None
+
+
+def add_usage(total: dict[str, int], usage: dict[str, Any]) -> dict[str, int]:
+    """Cumulative token usage: numeric keys are summed."""
+    out = dict(total)
+    for key, value in usage.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = out.get(key, 0) + int(value)
+    return out
+
+
+@workflow.defn(name="AgentWorkflow")
+class AgentWorkflow:
+    """One agent run. Workflow id = run id."""
+
+    def __init__(self) -> None:
+        self._context: RunContext | None = None
+        self._done = False
+        self._continuations = 0
+        self._hook_usage = [TokenUsage()]
+
+    # -- queries -----------------------------------------------------------------------------
+
+    @workflow.query(name="run_status")
+    def run_status(self) -> RunStatus:
+        """Where the run is: step, phase, approvals pending, exit reason once done."""
+        context = self._context
+        if context is None:
+            return RunStatus(run_id=workflow.info().workflow_id, step_count=0, phase="starting")
+        desk = context.extensions.get("confirmations")
+        pending = len(desk.pending()) if desk is not None else 0
+        data = context.state.data
+        return RunStatus(
+            run_id=context.run_id,
+            step_count=data.get("step_count", 0),
+            phase=context.phase,
+            waiting_for_approval=pending > 0,
+            pending_confirmations=pending,
+            exit_reason=data.get("exit_reason") if self._done else None,
+            done=self._done,
+            token_usage=data.get("token_usage") or {},
+            hook_token_usage=self._hook_usage[0],
+            continuations=self._continuations,
+        )
+
+    # -- the run -----------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, run_input: AgentRunInput) -> AgentRunResult:
+        agent = Agent.from_dict(run_input.agent)
+        state = self._initial_state(agent, run_input)
+        context = RunContext(run_id=workflow.info().workflow_id, agent=agent, state=state)
+        self._context = context
+        set_current_run(context)
+        snapshot = run_input.snapshot
+        self._hook_usage = reset_hook_token_usage(snapshot.hook_token_usage if snapshot else None)
+        if snapshot is not None:
+            self._continuations = snapshot.continuations
+            self._restore_hook_memory(agent, snapshot.hook_memory)
+        else:
+            await self._run_hooks(BEFORE_RUN)
+
+        step = state.data.get("step_count", 0)
+        while step < agent.max_agent_steps:
+            if not await self._step():
+                break
+            step = state.data["step_count"]
+            if step < agent.max_agent_steps and self._should_continue_as_new(agent):
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(self._snapshot_input(agent, run_input))
+        else:
+            # Steps exhausted: on_exit does not run.
+            state.set("exit_reason", EXIT_MAX_STEPS)
+
+        await self._run_hooks(AFTER_RUN)
+        self._done = True
+        context.phase = "done"
+        # Let in-flight Update handlers reply before the workflow completes.
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self._result(agent)
+
+    async def _step(self) -> bool:
+        """One step: model call, then tools. Returns False when the run should stop."""
+        context = self._require_context()
+        agent, state = context.agent, context.state
+        state.set("tools", list(agent.tool_specs), handler_override=replace_values)
+        await self._run_hooks(BEFORE_LLM)
+        if (reason := state.data.get("stop_run")) is not None:
+            state.set("exit_reason", reason)
+            return False
+
+        context.phase = "model"
+        reply = (
+            await call_model(
+                ModelCallInput(
+                    model=agent.model,
+                    messages=state.data["messages"],
+                    tools=agent.tool_specs,
+                    settings=agent.model_settings,
+                )
+            )
+        ).message
+        state.set("messages", [reply])
+        if isinstance(usage := reply.meta.get("usage"), dict):
+            state.set("token_usage", add_usage(state.data.get("token_usage") or {}, usage))
+            if context_tokens := usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0):
+                state.set("context_tokens", context_tokens)
+
+        exit_reason = model_exit_reason(reply)
+        if not agent.tool_specs or exit_reason is not None:
+            state.set("step_count", state.data["step_count"] + 1)
+            state.set("exit_reason", exit_reason or EXIT_TEXT)
+            return await self._continue_after_exit_hooks()
+
+        await self._run_hooks(BEFORE_TOOL)
+        # A before_tool hook may have removed or changed the calls: re-read the last message.
+        last = state.data["messages"][-1] if state.data["messages"] else None
+        calls = list(last.tool_calls) if last is not None else []
+        context.phase = "tools"
+        tool_messages = await self._run_tools(calls)
+        state.set("messages", tool_messages)
+        if tool_messages:
+            counts = dict(state.data.get("tool_call_counts") or {})
+            for message in tool_messages:
+                name = message.tool_call_result.origin.tool_name
+                counts[name] = counts.get(name, 0) + 1
+            state.set("tool_call_counts", counts)
+        await self._run_hooks(AFTER_TOOL)
+
+        state.set("step_count", state.data["step_count"] + 1)
+        exit_tool = self._exit_condition_tool(agent, calls, tool_messages)
+        if exit_tool is not None:
+            state.set("exit_reason", exit_tool)
+            return await self._continue_after_exit_hooks()
+        return True
+
+    async def _continue_after_exit_hooks(self) -> bool:
+        """Run on_exit hooks; a hook that sets ``continue_run`` keeps the loop going."""
+        context = self._require_context()
+        if not context.agent.hooks.get(ON_EXIT):
+            return False
+        context.state.set("continue_run", False)
+        await self._run_hooks(ON_EXIT)
+        keep_going = bool(context.state.data.get("continue_run"))
+        context.state.set("continue_run", False)
+        return keep_going
+
+    @staticmethod
+    def _exit_condition_tool(agent: Agent, calls: list[ToolCall], tool_messages: list[ChatMessage]) -> str | None:
+        """The exit-condition tool that ran without error; an errored one cancels the exit (as Haystack)."""
+        if agent.exit_conditions == [EXIT_TEXT]:
+            return None
+        errored = {m.tool_call_result.origin.tool_name for m in tool_messages if m.tool_call_result.error}
+        first = None
+        for call in calls:
+            if call.tool_name not in agent.exit_conditions:
+                continue
+            if call.tool_name in errored:
+                return None
+            first = first or call.tool_name
+        return first
+
+    # -- tools -------------------------------------------------------------------------------
+
+    async def _run_tools(self, calls: list[ToolCall]) -> list[ChatMessage]:
+        """Run the step's calls concurrently (bounded); results come back in call order."""
+        context = self._require_context()
+        agent = context.agent
+        step = context.state.data["step_count"]
+        bound = asyncio.Semaphore(agent.max_concurrent_tool_calls)
+
+        async def run_one(index: int, call: ToolCall) -> ChatMessage:
+            if agent.tool_spec(call.tool_name) is None:
+                available = ", ".join(t.name for t in agent.tool_specs)
+                return ChatMessage.from_tool(
+                    f"Unknown tool '{call.tool_name}'. Available tools: {available}.", origin=call, error=True
+                )
+            if call.extra and "invalid_arguments" in call.extra:
+                return ChatMessage.from_tool(
+                    f"The arguments for '{call.tool_name}' are not a valid JSON object: "
+                    f"{call.extra['invalid_arguments']!r}. Call the tool again with valid JSON arguments.",
+                    origin=call,
+                    error=True,
+                )
+            async with bound:
+                output = await call_tool(
+                    ToolInvocationInput(
+                        run_id=context.run_id,
+                        tool_call=call,
+                        call_key=call.id or f"step{step}-call{index}",
+                        step=step,
+                    )
+                )
+            return ChatMessage.from_tool(output.result, origin=call, error=output.error, meta=output.meta)
+
+        return list(await asyncio.gather(*(run_one(i, c) for i, c in enumerate(calls))))
+
+    # -- hooks -------------------------------------------------------------------------------
+
+    async def _run_hooks(self, point: str) -> None:
+        context = self._require_context()
+        context.phase = point
+        for hook in context.agent.hooks.get(point, []):
+            run_async = getattr(hook, "run_async", None)
+            if run_async is not None:
+                await run_async(context.state)
+            else:
+                hook.run(context.state)
+
+    @staticmethod
+    def _hooks_with_memory(agent: Agent) -> dict[str, Any]:
+        return {
+            f"{point}/{index}": hook
+            for point, hooks in agent.hooks.items()
+            for index, hook in enumerate(hooks)
+            if callable(getattr(hook, "snapshot", None))
+        }
+
+    def _restore_hook_memory(self, agent: Agent, memory: dict[str, Any]) -> None:
+        for key, hook in self._hooks_with_memory(agent).items():
+            if key in memory:
+                hook.restore(memory[key])
+
+    # -- state, continue-as-new, result ------------------------------------------------------
+
+    @staticmethod
+    def _initial_state(agent: Agent, run_input: AgentRunInput) -> State:
+        if run_input.snapshot is not None:
+            data = dict(run_input.snapshot.state)
+            data["messages"] = [ChatMessage.model_validate(m) for m in data.get("messages", [])]
+            data["tools"] = list(agent.tool_specs)
+            return State(schema=agent.state_schema, data=data)
+        messages = list(run_input.messages)
+        if agent.system_prompt and not (messages and messages[0].role.value == "system"):
+            messages.insert(0, ChatMessage.from_system(agent.system_prompt))
+        data: dict[str, Any] = {
+            "messages": messages,
+            "step_count": 0,
+            "token_usage": {},
+            "tool_call_counts": {},
+            "exit_reason": None,
+            "continue_run": False,
+            "stop_run": None,
+            "tools": list(agent.tool_specs),
+            "hook_context": dict(run_input.hook_context),
+            "context_tokens": 0,
+        }
+        data.update(run_input.state)
+        return State(schema=agent.state_schema, data=data)
+
+    def _should_continue_as_new(self, agent: Agent) -> bool:
+        info = workflow.info()
+        return info.is_continue_as_new_suggested() or info.get_current_history_length() >= agent.continue_as_new_after_events
+
+    def _snapshot_input(self, agent: Agent, run_input: AgentRunInput) -> AgentRunInput:
+        state = self._require_context().state
+        data = {k: v for k, v in state.data.items() if k != "tools"}
+        snapshot = RunSnapshot(
+            state=data,
+            hook_memory={key: hook.snapshot() for key, hook in self._hooks_with_memory(agent).items()},
+            hook_token_usage=hook_token_usage(),
+            continuations=self._continuations + 1,
+        )
+        return AgentRunInput(agent=run_input.agent, hook_context=run_input.hook_context, snapshot=snapshot)
+
+    def _result(self, agent: Agent) -> AgentRunResult:
+        data = self._require_context().state.data
+        messages = data["messages"]
+        return AgentRunResult(
+            messages=messages,
+            last_message=messages[-1] if messages else None,
+            exit_reason=data.get("exit_reason"),
+            step_count=data.get("step_count", 0),
+            token_usage=data.get("token_usage") or {},
+            hook_token_usage=hook_token_usage(),
+            tool_call_counts=data.get("tool_call_counts") or {},
+            state={key: data[key] for key in agent.state_schema if key in data},
+            continuations=self._continuations,
+        )
+
+    def _require_context(self) -> RunContext:
+        assert self._context is not None, "run() has not started"
+        return self._context
