@@ -1,0 +1,66 @@
+"""Model errors are retried or fail the run clearly; bad tool calls become tool-error messages."""
+
+from __future__ import annotations
+
+import pytest
+from temporalio.client import WorkflowFailureError
+
+from agent import Agent, ChatMessage
+from tests import tools as t
+
+
+async def start(client, worker, run_id, agent):
+    return await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker)
+
+
+async def test_429_then_success_completes(client, worker, scripted, model, run_id):
+    scripted.script(model, [{"error": {"status": 429, "retry_after": 0.2}}, {"error": {"status": 503}}, {"text": "ok"}])
+    result = await (await start(client, worker, run_id, Agent(model=model, tools=[t.add]))).result()
+    assert result.last_message.text == "ok"
+    assert len(scripted.requests(model)) == 3
+
+
+async def test_400_fails_run_with_clear_message(client, worker, scripted, model, run_id):
+    scripted.script(model, [{"error": {"status": 400, "message": "model does not support tools"}}, {"text": "never"}])
+    handle = await start(client, worker, run_id, Agent(model=model, tools=[t.add]))
+    with pytest.raises(WorkflowFailureError) as caught:
+        await handle.result()
+    chain, cause = [], caught.value.cause
+    while cause is not None:
+        chain.append(cause)
+        cause = getattr(cause, "cause", None)
+    ours = [c for c in chain if getattr(c, "type", None) == "ModelClientError"]
+    assert ours and ours[0].non_retryable
+    assert "HTTP 400" in str(ours[0]) and "model does not support tools" in str(ours[0])
+    assert len(scripted.requests(model)) == 1  # not retried
+
+
+async def test_bad_tool_calls_become_tool_errors_and_run_continues(client, worker, scripted, model, run_id):
+    scripted.script(
+        model,
+        [
+            {
+                "tool_calls": [
+                    {"name": "add", "arguments": '{"a": 1, "b":'},  # malformed JSON
+                    {"name": "no_such_tool", "arguments": {}},
+                    {"name": "explode", "arguments": {"reason": "disk full"}},
+                    {"name": "add", "arguments": {"a": "x", "b": 2}},  # fails the schema
+                    {"name": "add", "arguments": {"a": 2, "b": 2}},
+                ]
+            },
+            {"text": "recovered"},
+        ],
+    )
+    agent = Agent(model=model, tools=[t.add, t.explode])
+    result = await (await start(client, worker, run_id, agent)).result()
+    assert result.last_message.text == "recovered"
+    results = [m.tool_call_result for m in result.messages if m.role.value == "tool"]
+    assert [r.error for r in results] == [True, True, True, True, False]
+    assert "not a valid JSON object" in results[0].result
+    assert "Unknown tool 'no_such_tool'" in results[1].result
+    assert "boom: disk full" in results[2].result
+    assert "Invalid arguments for tool 'add'" in results[3].result
+    assert results[4].result == "4"
+    # the model saw every error on the next call
+    tool_messages = [m for m in scripted.requests(model)[1]["messages"] if m["role"] == "tool"]
+    assert len(tool_messages) == 5

@@ -1,0 +1,93 @@
+"""Replay committed histories: a change that breaks running workflows fails here.
+
+Re-record (only when a change to the workflow is intentionally incompatible, with a
+versioning plan) with: ``python -m tests.test_replay`` (starts its own dev server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from pathlib import Path
+
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+
+from agent import Agent, ChatMessage
+from agent.plugin import AgentPlugin
+from workflows.agent_workflow import AgentWorkflow
+
+HISTORIES = Path(__file__).parent / "histories"
+RUN_LOOP_HISTORY = HISTORIES / "run_loop.json"
+
+
+def replayer() -> Replayer:
+    return Replayer(workflows=[AgentWorkflow], plugins=[AgentPlugin()])
+
+
+async def test_replay_run_loop_history():
+    data = json.loads(RUN_LOOP_HISTORY.read_text())
+    history = WorkflowHistory.from_json(data["workflow_id"], data["history"])
+    assert len(history.events) > 20  # a real run: hooks, two tool steps, continue_run, text exit
+    result = await replayer().replay_workflow(history)
+    assert result.replay_failure is None
+
+
+async def test_replay_detects_a_changed_workflow():
+    """The check can fail: the same history with a different tool call recorded is non-deterministic."""
+    data = json.loads(RUN_LOOP_HISTORY.read_text())
+    tampered = json.dumps(data["history"]).replace('"invoke_tool"', '"chat_completion"', 1)
+    history = WorkflowHistory.from_json(data["workflow_id"], tampered)
+    result = await replayer().replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is not None
+
+
+async def record(address: str) -> None:
+    """Run the representative scenario against a dev server and write its history."""
+    from agent.client import connect
+    from agent.scripted_model import ScriptedModelServer
+    from tests import tools as t
+    from tests.test_run_loop import ALL_TRACE_HOOKS, TRACE
+    from worker import create_worker
+
+    with ScriptedModelServer() as scripted:
+        import os
+
+        os.environ["OPENAI_BASE_URL"] = scripted.base_url
+        os.environ["OPENAI_API_KEY"] = "scripted-model"
+        client = await connect(address)
+        model = "replay-run-loop"
+        scripted.script(
+            model,
+            [
+                {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}, {"name": "echo", "arguments": {"text": "x"}}]},
+                {"tool_calls": [{"name": "add", "arguments": '{"a": 1'}]},
+                {"text": "first"},
+                {"text": "second"},
+            ],
+        )
+        hooks = {**ALL_TRACE_HOOKS, "on_exit": [t.trace_on_exit, t.continue_once]}
+        agent = Agent(model=model, tools=[t.add, t.echo], hooks=hooks, state_schema=TRACE, system_prompt="sys")
+        async with create_worker(client, tools=t.TEST_TOOLS, task_queue="record"):
+            handle = await agent.start(client, [ChatMessage.from_user("go")], run_id="replay-run-loop", task_queue="record")
+            await handle.result()
+            history = await handle.workflow.fetch_history()
+    HISTORIES.mkdir(exist_ok=True)
+    RUN_LOOP_HISTORY.write_text(json.dumps({"workflow_id": "replay-run-loop", "history": json.loads(history.to_json())}, indent=1))
+
+
+async def _main() -> None:
+    from agent.devstack import DevStack
+
+    with tempfile.TemporaryDirectory() as tmp, DevStack(Path(tmp), with_ui=False, persist_s3=False) as dev:
+        previous = dev.apply_env()
+        try:
+            await record(dev.temporal.address)
+        finally:
+            DevStack.restore_env(previous)
+    print(f"recorded {RUN_LOOP_HISTORY}")
+
+
+if __name__ == "__main__":
+    asyncio.run(_main())
