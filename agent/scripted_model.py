@@ -13,6 +13,9 @@ Script entries (JSON):
   any entry + {"times": N}                                repeat it N times
   any entry + {"finish_reason": "length"}                 override the finish reason
 
+A model whose script is empty calls each offered tool once with placeholder arguments, then
+answers with a labelled summary of the tool results.
+
 Control endpoints: ``PUT /_scripted/scripts/<model>`` (body ``{"responses": [...]}``) and
 ``GET /_scripted/requests/<model>`` (the recorded request bodies).
 """
@@ -62,12 +65,31 @@ def _estimate_tokens(value: Any) -> int:
     return max(1, len(json.dumps(value)) // 4)
 
 
+def _unscripted_reply(model: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A model with no script left: call each offered tool once with placeholder arguments
+    taken from the user's words, then summarise the results (so ``agent run`` works offline)."""
+    messages = body.get("messages", [])
+    if not body.get("tools") or any(m.get("role") == "tool" for m in messages):
+        results = [m.get("content", "") for m in messages if m.get("role") == "tool"]
+        summary = "; ".join(results) if results else "nothing to do"
+        return {"text": f"[{LABEL}: no script for '{model}'] Done. Tool results: {summary}"}
+    user_text = next((m.get("content") or "" for m in reversed(messages) if m.get("role") == "user"), "")
+    calls = []
+    for t in body["tools"]:
+        function = t["function"]
+        props = function.get("parameters", {}).get("properties", {})
+        required = function.get("parameters", {}).get("required", list(props))
+        args = {name: (user_text[:60] if props[name].get("type") == "string" else 1) for name in required if name in props}
+        calls.append({"name": function["name"], "arguments": args})
+    return {"tool_calls": calls}
+
+
 def _completion(model: str, entry: dict[str, Any] | None, body: dict[str, Any], call_ids: itertools.count) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": None}
     finish_reason = "stop"
     if entry is None:
-        message["content"] = f"[{LABEL}] The script for model '{model}' has no replies left."
-    elif "tool_calls" in entry:
+        entry = _unscripted_reply(model, body)
+    if "tool_calls" in entry:
         message["tool_calls"] = [
             {
                 "id": call.get("id") or f"call_{next(call_ids)}",

@@ -80,12 +80,23 @@ class FunctionHook:
         """Rebuild by importing the functions."""
         params = data.get("init_parameters", {})
         return cls(
-            function=import_object(params["function"]) if params.get("function") else None,
-            async_function=import_object(params["async_function"]) if params.get("async_function") else None,
+            function=_import_function(params.get("function"), "function"),
+            async_function=_import_function(params.get("async_function"), "async_function"),
         )
 
     def __repr__(self) -> str:
         return f"FunctionHook({self.name})"
+
+
+def _import_function(path: str | None, slot: str) -> Callable[..., Any] | None:
+    """Import a hook function; ``@hook`` replaced the module attribute with its FunctionHook,
+    so unwrap that back to the function."""
+    if not path:
+        return None
+    obj = import_object(path)
+    if isinstance(obj, FunctionHook):
+        return getattr(obj, slot)
+    return obj
 
 
 def hook(function: Callable[[State], Any]) -> FunctionHook:

@@ -109,7 +109,8 @@ class AgentWorkflow:
                 break
             step = state.data["step_count"]
             if step < agent.max_agent_steps and self._should_continue_as_new(agent):
-                await workflow.wait_condition(workflow.all_handlers_finished)
+                if not workflow.all_handlers_finished():
+                    await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(self._snapshot_input(agent, run_input))
         else:
             # Steps exhausted: on_exit does not run.
@@ -119,7 +120,8 @@ class AgentWorkflow:
         self._done = True
         context.phase = "done"
         # Let in-flight Update handlers reply before the workflow completes.
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        if not workflow.all_handlers_finished():
+            await workflow.wait_condition(workflow.all_handlers_finished)
         return self._result(agent)
 
     async def _step(self) -> bool:

