@@ -42,6 +42,7 @@ def create_worker(
     tools: list[Tool],
     task_queue: str | None = None,
     model_activities: ModelActivities | None = None,
+    extra_workflows: list[type] | None = None,
     **worker_options: Any,
 ) -> Worker:
     """Build a worker for agent runs.
@@ -50,6 +51,7 @@ def create_worker(
     :param tools: The tool functions (``@tool``) this worker can run.
     :param task_queue: Defaults to ``AGENT_TASK_QUEUE`` (``agent``).
     :param model_activities: A custom model client holder; by default one from ``OPENAI_*``.
+    :param extra_workflows: Other workflow classes to run on the same worker.
     :param worker_options: Passed to ``temporalio.worker.Worker`` (override the tuned defaults).
     :raises ValueError: On duplicate tool names or a non-``Tool`` in ``tools``.
     """
@@ -67,7 +69,7 @@ def create_worker(
     return Worker(
         client,
         task_queue=task_queue or Settings.from_env().task_queue,
-        workflows=[AgentWorkflow],
+        workflows=[AgentWorkflow, *(extra_workflows or [])],
         activities=[model.chat_completion, tool_activities.invoke_tool, *_store_activities()],
         plugins=plugins,
         **options,

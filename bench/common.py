@@ -1,0 +1,54 @@
+"""Shared bench helpers: a stack on free ports with the scripted model, and history spans."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from temporalio.api.enums.v1 import EventType
+
+from agent.devstack import DevStack
+from agent.scripted_model import ScriptedModelServer
+
+
+@contextlib.contextmanager
+def bench_stack() -> Iterator[tuple[DevStack, ScriptedModelServer]]:
+    """A headless DevStack and the scripted model, env applied; everything stopped after."""
+    with tempfile.TemporaryDirectory() as tmp, DevStack(Path(tmp), with_ui=False, persist_s3=False) as stack:
+        previous = stack.apply_env()
+        scripted = ScriptedModelServer().start()
+        os.environ.update({"OPENAI_BASE_URL": scripted.base_url, "OPENAI_API_KEY": "scripted-model"})
+        try:
+            yield stack, scripted
+        finally:
+            scripted.stop()
+            DevStack.restore_env(previous)
+
+
+def _ms(event) -> float:
+    return event.event_time.ToMilliseconds()
+
+
+def worker_spans(history) -> dict[str, float]:
+    """Worker-side work from event timestamps: workflow-task and activity execution time (ms)."""
+    started: dict[int, float] = {}
+    workflow_task_ms = activity_ms = 0.0
+    for event in history.events:
+        if event.event_type in (EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED, EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED):
+            started[event.event_id] = _ms(event)
+        elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            workflow_task_ms += _ms(event) - started[event.workflow_task_completed_event_attributes.started_event_id]
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            activity_ms += _ms(event) - started[event.activity_task_completed_event_attributes.started_event_id]
+    return {"workflow_task_ms": workflow_task_ms, "activity_ms": activity_ms, "events": len(history.events)}
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100) by linear interpolation."""
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
