@@ -16,6 +16,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.model import ModelActivities
+from activities.notifications import NOTIFICATION_ACTIVITIES
 from activities.tools import ToolActivities
 from agent.plugin import AgentPlugin
 from agent.settings import Settings
@@ -76,13 +77,12 @@ def create_worker(
     )
 
 
-async def run_worker(tools: list[Tool] | None = None) -> None:
+async def run_worker(tools: list[Tool], task_queue: str | None = None) -> None:
     """Connect from the environment and run a worker until SIGINT/SIGTERM."""
     from agent.client import connect
-    from agent.demo_tools import DEMO_TOOLS
 
     client = await connect()
-    worker = create_worker(client, tools=DEMO_TOOLS if tools is None else tools)
+    worker = create_worker(client, tools=tools, task_queue=task_queue)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -92,6 +92,22 @@ async def run_worker(tools: list[Tool] | None = None) -> None:
         await stop.wait()
 
 
-if __name__ == "__main__":
+def main() -> None:
+    import argparse
+
+    from hooks.serialization import import_object
+
+    parser = argparse.ArgumentParser(description="Run an agent worker (Temporal address etc. from TEMPORAL_* env vars).")
+    parser.add_argument(
+        "--tools",
+        default="agent.demo_tools.DEMO_TOOLS",
+        help="import path of a list of @tool functions (default: the demo's two tools)",
+    )
+    parser.add_argument("--task-queue", help="task queue to poll (default: $AGENT_TASK_QUEUE or agent)")
+    args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(run_worker())
+    asyncio.run(run_worker(list(import_object(args.tools)), args.task_queue))
+
+
+if __name__ == "__main__":
+    main()

