@@ -16,7 +16,6 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.model import ModelActivities
-from activities.notifications import NOTIFICATION_ACTIVITIES
 from activities.tools import ToolActivities
 from agent.plugin import AgentPlugin
 from agent.settings import Settings
