@@ -23,6 +23,7 @@ import asyncio
 import dataclasses
 import os
 from collections.abc import Mapping
+from typing import Any
 
 from temporalio.contrib.aws.s3driver import S3StorageDriver, S3StorageDriverClient
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -34,15 +35,20 @@ DEFAULT_PAYLOAD_THRESHOLD_BYTES = 256 * 1024
 class Boto3StorageDriverClient(S3StorageDriverClient):
     """``S3StorageDriverClient`` over boto3; blocking calls run in a thread.
 
-    Uses the process's cached client (``activities.tool_results.s3_client``), so boto3's
-    environment decides endpoint, credentials and region.
+    :param client: A boto3 S3 client; by default the process's cached one
+        (``activities.tool_results.s3_client``), so boto3's environment at construction decides
+        endpoint, credentials and region.
     """
 
-    @staticmethod
-    def _client():  # noqa: ANN205 - a botocore client
-        from activities.tool_results import s3_client
+    def __init__(self, client: Any | None = None) -> None:
+        if client is None:
+            from activities.tool_results import s3_client
 
-        return s3_client()
+            client = s3_client()
+        self.client = client
+
+    def _client(self) -> Any:
+        return self.client
 
     async def put_object(self, *, bucket: str, key: str, data: bytes) -> None:
         """Upload ``data`` to ``bucket``/``key``."""

@@ -1,0 +1,39 @@
+"""Tool-result offloading: big tool results go to a store, the conversation keeps a pointer.
+
+Same names and rules as Haystack's ``haystack.hooks.tool_result_offloading``; the store writes
+run in activities (``activities.tool_results.TOOL_RESULT_ACTIVITIES``).
+"""
+
+from hooks.tool_result_offloading.hook import (
+    OFFLOADED_META_KEY,
+    RESULT_STORE_CONTEXT_KEY,
+    OffloadTask,
+    ToolResultOffloadHook,
+)
+from hooks.tool_result_offloading.policies import AlwaysOffload, NeverOffload, OffloadOverChars, OffloadPolicyBase
+from hooks.tool_result_offloading.protocol import OffloadPolicy, ToolResultStore
+from hooks.tool_result_offloading.reader import read_tool_result
+from hooks.tool_result_offloading.stores import (
+    FileSystemToolResultStore,
+    S3ToolResultStore,
+    ToolResultStoreError,
+    store_from_environment,
+)
+
+__all__ = [
+    "OFFLOADED_META_KEY",
+    "RESULT_STORE_CONTEXT_KEY",
+    "AlwaysOffload",
+    "FileSystemToolResultStore",
+    "NeverOffload",
+    "OffloadOverChars",
+    "OffloadPolicy",
+    "OffloadPolicyBase",
+    "OffloadTask",
+    "S3ToolResultStore",
+    "ToolResultOffloadHook",
+    "ToolResultStore",
+    "ToolResultStoreError",
+    "read_tool_result",
+    "store_from_environment",
+]
