@@ -29,8 +29,13 @@ def parallel_step(call_ids: list[str], result: str) -> list[ChatMessage]:
     return [ChatMessage.from_assistant(tool_calls=origins), *(ChatMessage.from_tool(result, o) for o in origins)]
 
 
-def random_conversation(seed: int, turns: int = 4, max_steps: int = 5) -> list[ChatMessage]:
-    """A varied, reproducible conversation: system prompt, turns of user text, tool steps and replies."""
+def random_conversation(
+    seed: int, turns: int = 4, max_steps: int = 5, result_lines: tuple[int, ...] = (1, 5, 50, 200, 600)
+) -> list[ChatMessage]:
+    """A varied, reproducible conversation: system prompt, turns of user text, tool steps and replies.
+
+    :param result_lines: Tool results are this many lines long, chosen at random.
+    """
     rng = random.Random(seed)
     messages = [ChatMessage.from_system("You are a careful agent. " * rng.randint(1, 5))]
     if rng.random() < 0.3:
@@ -42,12 +47,13 @@ def random_conversation(seed: int, turns: int = 4, max_steps: int = 5) -> list[C
             calls = []
             for _ in range(rng.choice([1, 1, 1, 2, 3])):
                 call_number += 1
-                calls.append(call(rng.choice(["search", "read", "run"]), f"c{call_number}", arg="x" * rng.randint(0, 40)))
+                name = rng.choice(["search", "read", "run"])
+                calls.append(call(name, f"c{call_number}", arg="x" * rng.randint(0, 40)))
             text = "thinking " * rng.randint(1, 10) if rng.random() < 0.3 else None
             messages.append(ChatMessage.from_assistant(text, tool_calls=calls))
             for origin in calls:
                 meta = {"tool_result_offloaded": True} if rng.random() < 0.1 else {}
-                body = "result line\n" * rng.choice([1, 5, 50, 200, 600])
+                body = "result line\n" * rng.choice(result_lines)
                 messages.append(ChatMessage.from_tool(body, origin, error=rng.random() < 0.1, meta=meta))
         if turn < turns - 1 or rng.random() < 0.5:
             messages.append(ChatMessage.from_assistant("Done: " + "answer " * rng.randint(1, 80)))
