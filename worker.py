@@ -16,6 +16,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.model import ModelActivities
+from activities.notifications import NOTIFICATION_ACTIVITIES
 from activities.tools import ToolActivities
 from agent.plugin import AgentPlugin
 from agent.settings import Settings
@@ -70,7 +71,7 @@ def create_worker(
         client,
         task_queue=task_queue or Settings.from_env().task_queue,
         workflows=[AgentWorkflow, *(extra_workflows or [])],
-        activities=[model.chat_completion, tool_activities.invoke_tool, *_store_activities()],
+        activities=[model.chat_completion, tool_activities.invoke_tool, *_store_activities(), *NOTIFICATION_ACTIVITIES],
         plugins=plugins,
         **options,
     )

@@ -52,6 +52,50 @@ class AgentRunHandle:
         """The ``run_status`` query: step, phase, approvals pending, exit reason when done."""
         return await self.workflow.query("run_status", result_type=RunStatus)
 
+    # -- confirmations (hooks.human_in_the_loop) ----------------------------------------------
+
+    async def pending_confirmations(self) -> list[Any]:
+        """The tool calls waiting for a person (``PendingConfirmation``), oldest first.
+
+        :raises hooks.human_in_the_loop.client.UnknownRunError: No such run.
+        """
+        from hooks.human_in_the_loop.client import query_pending
+
+        return await query_pending(self.workflow)
+
+    async def decide(self, decision: Any) -> Any:
+        """Send a ``ToolDecision`` by the validated Update; returns its ``DecisionRecord``.
+
+        :raises hooks.human_in_the_loop.client.DecisionRefusedError: Unknown or decided call, bad
+            action, or ``new_tool_params`` failing the tool's schema (nothing reached history).
+        :raises hooks.human_in_the_loop.client.UnknownRunError: No such run, or it has finished.
+        """
+        from hooks.human_in_the_loop.client import submit_decision
+
+        return await submit_decision(self.workflow, decision)
+
+    async def confirm(self, call_id: str, approver: str | None = None) -> Any:
+        """Run the pending call ``call_id`` as requested."""
+        from hooks.human_in_the_loop.dataclasses import ToolDecision
+
+        return await self.decide(ToolDecision(tool_call_id=call_id, action="confirm", approver=approver))
+
+    async def reject(self, call_id: str, feedback: str | None = None, approver: str | None = None) -> Any:
+        """Do not run ``call_id``; the model is told, with ``feedback``."""
+        from hooks.human_in_the_loop.dataclasses import ToolDecision
+
+        return await self.decide(
+            ToolDecision(tool_call_id=call_id, action="reject", feedback=feedback, approver=approver)
+        )
+
+    async def modify(self, call_id: str, new_tool_params: dict[str, Any], approver: str | None = None) -> Any:
+        """Run ``call_id`` with ``new_tool_params`` (the complete new arguments) instead."""
+        from hooks.human_in_the_loop.dataclasses import ToolDecision
+
+        return await self.decide(
+            ToolDecision(tool_call_id=call_id, action="modify", new_tool_params=new_tool_params, approver=approver)
+        )
+
     def __repr__(self) -> str:
         return f"AgentRunHandle({self.run_id!r})"
 

@@ -28,6 +28,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.calls import call_model, call_tool, hook_token_usage, reset_hook_token_usage
     from workflows.run_context import RunContext, set_current_run
 
+from workflows.confirmation_handlers import ConfirmationHandlers
+
 EXIT_TEXT = "text"
 EXIT_MAX_STEPS = "max_agent_steps"
 _INCOMPLETE_FINISH_REASONS = ("length", "content_filter")
@@ -53,7 +55,7 @@ def add_usage(total: dict[str, int], usage: dict[str, Any]) -> dict[str, int]:
 
 
 @workflow.defn(name="AgentWorkflow")
-class AgentWorkflow:
+class AgentWorkflow(ConfirmationHandlers):
     """One agent run. Workflow id = run id."""
 
     def __init__(self) -> None:

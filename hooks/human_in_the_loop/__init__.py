@@ -1,0 +1,43 @@
+"""Human-in-the-loop that waits for days: confirm, modify or reject tool calls before they run.
+
+Same names and rules as Haystack 3.x's ``haystack.hooks.human_in_the_loop`` (``ConfirmationHook``,
+the policies, ``ToolExecutionDecision``, ``ConfirmationUIResult``), with a durable strategy:
+``DurableConfirmationStrategy`` waits in the workflow for a decision sent by Signal
+(``tool_decision``) or validated Update (``submit_tool_decision``), for as long as it takes.
+"""
+
+from hooks.human_in_the_loop.dataclasses import (
+    ApprovalNotification,
+    ConfirmationUIResult,
+    DecisionRecord,
+    PendingConfirmation,
+    ToolDecision,
+    ToolExecutionDecision,
+    arguments_sha256,
+)
+from hooks.human_in_the_loop.desk import WAITING_FOR_APPROVAL, ConfirmationDesk, DecisionError
+from hooks.human_in_the_loop.hooks import CONFIRMATION_KEY, ConfirmationHook
+from hooks.human_in_the_loop.policies import AlwaysAskPolicy, AskOncePolicy, NeverAskPolicy
+from hooks.human_in_the_loop.protocol import ConfirmationPolicy, ConfirmationStrategy
+from hooks.human_in_the_loop.strategies import DurableConfirmationStrategy
+
+__all__ = [
+    "CONFIRMATION_KEY",
+    "WAITING_FOR_APPROVAL",
+    "AlwaysAskPolicy",
+    "ApprovalNotification",
+    "AskOncePolicy",
+    "ConfirmationDesk",
+    "ConfirmationHook",
+    "ConfirmationPolicy",
+    "ConfirmationStrategy",
+    "ConfirmationUIResult",
+    "DecisionError",
+    "DecisionRecord",
+    "DurableConfirmationStrategy",
+    "NeverAskPolicy",
+    "PendingConfirmation",
+    "ToolDecision",
+    "ToolExecutionDecision",
+    "arguments_sha256",
+]

@@ -1,0 +1,116 @@
+"""Client side of confirmations: send decisions, read pending requests, find waiting runs.
+
+``AgentRunHandle.confirm/reject/modify/decide/pending_confirmations`` and the ``agent pending``,
+``approve``, ``reject`` and ``modify`` commands use these; Temporal's errors come back as
+:class:`ConfirmationError` subclasses with a readable message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
+from hooks.human_in_the_loop.desk import WAITING_FOR_APPROVAL
+
+SUBMIT_TOOL_DECISION = "submit_tool_decision"
+TOOL_DECISION_SIGNAL = "tool_decision"
+PENDING_CONFIRMATIONS_QUERY = "pending_confirmations"
+
+#: Visibility query of the runs that wait for a person (the search attribute the desk upserts).
+WAITING_RUNS_QUERY = f"{WAITING_FOR_APPROVAL.name} = true AND ExecutionStatus = 'Running'"
+
+
+class ConfirmationError(RuntimeError):
+    """A decision or a query about confirmations failed; the message says why."""
+
+
+class UnknownRunError(ConfirmationError):
+    """No run with that id (or it is no longer running)."""
+
+
+class DecisionRefusedError(ConfirmationError):
+    """The run refused the decision (unknown or already decided call, bad action or arguments)."""
+
+
+def _cause_message(err: BaseException) -> str:
+    cause = err.cause if isinstance(err, WorkflowUpdateFailedError) else err.__cause__
+    while cause is not None and getattr(cause, "cause", None) is not None:
+        cause = cause.cause
+    return str(getattr(cause, "message", None) or cause or err)
+
+
+def _rpc_error(err: RPCError, run_id: str) -> ConfirmationError:
+    if err.status == RPCStatusCode.NOT_FOUND:
+        return UnknownRunError(f"No run '{run_id}' is waiting: {err.message}")
+    return ConfirmationError(f"Run '{run_id}': {err.message}")
+
+
+async def submit_decision(handle: WorkflowHandle, decision: ToolDecision) -> DecisionRecord:
+    """Send ``decision`` by the ``submit_tool_decision`` Update; returns once the run accepted it.
+
+    :raises DecisionRefusedError: When the run's validator (or handler) refused it.
+    :raises UnknownRunError: When there is no such run, or it has finished.
+    :raises ConfirmationError: For any other Temporal error.
+    """
+    try:
+        return await handle.execute_update(SUBMIT_TOOL_DECISION, decision, result_type=DecisionRecord)
+    except WorkflowUpdateFailedError as err:
+        raise DecisionRefusedError(f"Run '{handle.id}' refused the decision: {_cause_message(err)}") from err
+    except RPCError as err:
+        raise _rpc_error(err, handle.id) from err
+
+
+async def signal_decision(handle: WorkflowHandle, decision: ToolDecision) -> None:
+    """Send ``decision`` by the fire-and-forget ``tool_decision`` Signal (a bad one is ignored by the run).
+
+    :raises UnknownRunError: When there is no such run, or it has finished.
+    """
+    try:
+        await handle.signal(TOOL_DECISION_SIGNAL, decision)
+    except RPCError as err:
+        raise _rpc_error(err, handle.id) from err
+
+
+async def query_pending(handle: WorkflowHandle) -> list[PendingConfirmation]:
+    """The ``pending_confirmations`` query.
+
+    :raises UnknownRunError: When there is no such run.
+    :raises ConfirmationError: When the query fails.
+    """
+    try:
+        return await handle.query(PENDING_CONFIRMATIONS_QUERY, result_type=list[PendingConfirmation])
+    except WorkflowQueryFailedError as err:
+        raise ConfirmationError(f"Run '{handle.id}': the pending_confirmations query failed: {err}") from err
+    except RPCError as err:
+        raise _rpc_error(err, handle.id) from err
+
+
+@dataclass
+class WaitingRun:
+    """A run found waiting for approval, with what it waits for."""
+
+    run_id: str
+    pending: list[PendingConfirmation]
+
+
+async def list_waiting_runs(client: Client, limit: int = 100) -> list[WaitingRun]:
+    """Runs across the namespace whose ``AgentWaitingForApproval`` search attribute is true, each
+    with its pending requests (runs that were decided meanwhile are left out).
+
+    Visibility is eventually consistent: a run that started waiting a moment ago may not be
+    listed yet.
+
+    :param limit: At most this many runs.
+    """
+    runs: list[WaitingRun] = []
+    async for execution in client.list_workflows(WAITING_RUNS_QUERY, limit=limit):
+        try:
+            pending = await query_pending(client.get_workflow_handle(execution.id))
+        except ConfirmationError:
+            continue
+        if pending:
+            runs.append(WaitingRun(execution.id, pending))
+    return runs

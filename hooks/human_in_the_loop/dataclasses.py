@@ -1,0 +1,156 @@
+"""The data of a confirmation: what is asked, what a person answers, what the hook applies.
+
+``ConfirmationUIResult`` and ``ToolExecutionDecision`` mean what they mean in Haystack 3.x
+(as pydantic models, because they cross the workflow boundary). ``PendingConfirmation``,
+``ToolDecision`` and ``DecisionRecord`` are the durable additions: the request a run publishes,
+the decision that comes in by Signal or Update, and the audit record kept for each decision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+#: The actions a person can take on a pending call.
+ACTIONS: tuple[str, ...] = ("confirm", "reject", "modify")
+
+
+def arguments_sha256(arguments: dict[str, Any] | None) -> str:
+    """SHA-256 (hex) of the canonical JSON of ``arguments`` (sorted keys, no spaces).
+
+    A decision is bound to the arguments it approved through this hash.
+    """
+    canonical = json.dumps(arguments or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class ConfirmationUIResult(BaseModel):
+    """What a person answered (as Haystack's ``ConfirmationUIResult``).
+
+    :param action: ``"confirm"``, ``"reject"`` or ``"modify"`` (not enforced here, so custom
+        strategies may define their own).
+    :param feedback: Optional words for the model, e.g. why a call was rejected.
+    :param new_tool_params: The replacement arguments of a ``"modify"``.
+    """
+
+    action: str
+    feedback: str | None = None
+    new_tool_params: dict[str, Any] | None = None
+
+
+class ToolExecutionDecision(BaseModel):
+    """What a strategy decided for one tool call (as Haystack's ``ToolExecutionDecision``).
+
+    :param tool_name: The tool of the call.
+    :param execute: Run the call (confirmed or modified) or not (rejected).
+    :param tool_call_id: The call it is bound to.
+    :param feedback: Rejection text, or the explanation of a modification.
+    :param final_tool_params: The arguments to run with when ``execute`` is true.
+    :param record: The audit record of a person's (or the timeout's) decision, if one was asked;
+        the hook stores it in the call's ``extra["confirmation"]`` (or, for a rejected call, in the
+        answering tool message's ``meta["confirmation"]``) so it is part of the run's result.
+    """
+
+    tool_name: str
+    execute: bool
+    tool_call_id: str | None = None
+    feedback: str | None = None
+    final_tool_params: dict[str, Any] | None = None
+    record: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (as Haystack)."""
+        return self.model_dump()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolExecutionDecision:
+        """Inverse of :meth:`to_dict`."""
+        return cls.model_validate(data)
+
+
+class PendingConfirmation(BaseModel):
+    """A tool call waiting for a person, as the ``pending_confirmations`` query shows it.
+
+    :param tool_call_id: The id to decide on (id-less calls get a deterministic one).
+    :param tool_name: The tool the model wants to call.
+    :param tool_params: The arguments it wants to call it with.
+    :param tool_description: The tool's description.
+    :param requested_at: When the run started waiting (workflow time).
+    :param expires_at: When ``on_timeout`` applies if no one decides.
+    :param arguments_sha256: Hash of ``tool_params``; a decision may quote it to bind itself to them.
+    :param on_timeout: What happens at ``expires_at``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    tool_call_id: str
+    tool_name: str
+    tool_params: dict[str, Any]
+    tool_description: str = ""
+    requested_at: datetime
+    expires_at: datetime | None = None
+    arguments_sha256: str = ""
+    on_timeout: str = "reject"
+
+
+class ToolDecision(BaseModel):
+    """A person's decision on one pending call: the Signal ``tool_decision`` and Update
+    ``submit_tool_decision`` payload.
+
+    :param tool_call_id: The pending call it decides (exactly one call).
+    :param action: ``"confirm"``, ``"reject"`` or ``"modify"``.
+    :param feedback: Optional text for the model (a rejection reason, a note on a modification).
+    :param new_tool_params: For ``"modify"``: the complete new arguments; they must satisfy the
+        tool's JSON schema.
+    :param approver: Who decided (recorded in the audit record).
+    :param arguments_sha256: Optional: the hash shown in the pending request; when given, the
+        decision is refused if the call's arguments do not match it.
+    """
+
+    tool_call_id: str
+    action: str
+    feedback: str | None = None
+    new_tool_params: dict[str, Any] | None = None
+    approver: str | None = None
+    arguments_sha256: str | None = None
+
+
+class DecisionRecord(BaseModel):
+    """The audit record of an accepted decision (what the Update returns).
+
+    :param tool_call_id: The call decided.
+    :param tool_name: Its tool.
+    :param action: ``"confirm"``, ``"reject"`` or ``"modify"``.
+    :param approver: Who decided; ``None`` when the timeout decided.
+    :param decided_at: Workflow time of the decision.
+    :param arguments_sha256: Hash of the arguments approved (the new ones for a modify, the
+        original ones for a confirm or a reject).
+    :param feedback: The person's feedback, if any.
+    :param via: ``"update"``, ``"signal"`` or ``"timeout"``.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    action: str
+    approver: str | None = None
+    decided_at: datetime
+    arguments_sha256: str
+    feedback: str | None = None
+    via: Literal["update", "signal", "timeout"] = "update"
+
+
+class ApprovalNotification(BaseModel):
+    """Input of the ``notify_approval_request`` activity: tell someone a call waits for them.
+
+    :param url: The webhook to POST to.
+    :param run_id: The run (workflow id) that waits.
+    :param request: The pending request.
+    """
+
+    url: str
+    run_id: str
+    request: PendingConfirmation

@@ -1,0 +1,97 @@
+"""What a confirmation policy and a confirmation strategy are (as Haystack's ``types/protocol.py``).
+
+A policy decides *whether* to ask; a strategy decides *how* a call gets its decision (here:
+durably, by waiting for a Signal or Update). Both travel by reference in the workflow input,
+so both have ``to_dict``/``from_dict``; both run as workflow code, so both are deterministic.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from hooks.human_in_the_loop.dataclasses import ConfirmationUIResult, ToolExecutionDecision
+from hooks.serialization import default_from_dict, default_to_dict
+
+
+class ConfirmationPolicy:
+    """Base class of confirmation policies; subclass it for a custom policy.
+
+    A policy with memory (like :class:`~hooks.human_in_the_loop.policies.AskOncePolicy`) also
+    overrides :meth:`snapshot` and :meth:`restore`, so its memory survives continue-as-new.
+    """
+
+    def should_ask(self, tool_name: str, tool_description: str, tool_params: dict[str, Any]) -> bool:
+        """Whether a person must confirm this call.
+
+        :param tool_name: The tool to be called.
+        :param tool_description: Its description.
+        :param tool_params: The arguments it would be called with.
+        """
+        raise NotImplementedError
+
+    def update_after_confirmation(
+        self,
+        tool_name: str,  # noqa: ARG002
+        tool_description: str,  # noqa: ARG002
+        tool_params: dict[str, Any],  # noqa: ARG002
+        confirmation_result: ConfirmationUIResult,  # noqa: ARG002
+    ) -> None:
+        """Learn from a person's answer (default: nothing)."""
+        return
+
+    def snapshot(self) -> Any:
+        """JSON-able memory carried across continue-as-new (default: none)."""
+        return None
+
+    def restore(self, data: Any) -> None:  # noqa: ARG002
+        """Take back what :meth:`snapshot` returned (default: nothing)."""
+        return
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise (a policy whose ``__init__`` takes arguments overrides this)."""
+        return default_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ConfirmationPolicy:
+        """Rebuild from :meth:`to_dict`'s output."""
+        return default_from_dict(cls, data)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+@runtime_checkable
+class ConfirmationStrategy(Protocol):
+    """Turns one pending tool call into a :class:`ToolExecutionDecision`.
+
+    ``run_async`` runs as workflow code: it may wait (``workflow.wait_condition``) and await
+    activities, but must stay deterministic.
+    """
+
+    async def run_async(
+        self,
+        *,
+        tool_name: str,
+        tool_description: str,
+        tool_params: dict[str, Any],
+        tool_call_id: str | None = None,
+        confirmation_strategy_context: dict[str, Any] | None = None,
+    ) -> ToolExecutionDecision:
+        """Decide on one call.
+
+        :param tool_name: The tool to be called.
+        :param tool_description: Its description.
+        :param tool_params: The arguments the model asked for.
+        :param tool_call_id: The call's id (the hook gives id-less calls a deterministic one).
+        :param confirmation_strategy_context: The run's ``hook_context`` (JSON data).
+        """
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise."""
+        ...
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ConfirmationStrategy:
+        """Rebuild from :meth:`to_dict`'s output."""
+        ...

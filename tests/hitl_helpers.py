@@ -1,0 +1,53 @@
+"""Helpers shared by the human-in-the-loop tests (agents, waiting for a pending request)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from agent import Agent, ChatMessage
+from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
+from tests import tools as t
+
+
+def call(name: str, id: str | None = None, **arguments) -> dict:
+    entry = {"name": name, "arguments": arguments}
+    if id is not None:
+        entry["id"] = id
+    return entry
+
+
+def calls(*entries: dict) -> dict:
+    return {"tool_calls": list(entries)}
+
+
+def ask_all(timeout: timedelta = timedelta(days=7), **kwargs) -> ConfirmationHook:
+    return ConfirmationHook({"*": DurableConfirmationStrategy(AlwaysAskPolicy(), timeout=timeout, **kwargs)})
+
+
+def hitl_agent(model: str, hook: ConfirmationHook | None = None, **kwargs) -> Agent:
+    return Agent(
+        model=model,
+        tools=[t.add, t.echo, t.record, t.big_text, t.finish],
+        hooks={"before_tool": [hook or ask_all()]},
+        **kwargs,
+    )
+
+
+async def start(agent: Agent, client, worker: str, run_id: str, prompt: str = "go"):
+    return await agent.start(client, [ChatMessage.from_user(prompt)], run_id=run_id, task_queue=worker)
+
+
+async def wait_pending(handle, count: int = 1, attempts: int = 400, exclude: set[str] | None = None):
+    """Poll the query until ``count`` requests (not in ``exclude``) are pending."""
+    exclude = exclude or set()
+    for _ in range(attempts):
+        pending = [p for p in await handle.pending_confirmations() if p.tool_call_id not in exclude]
+        if len(pending) >= count:
+            return pending
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{count} pending confirmation(s) never appeared on {handle.run_id}")
+
+
+async def history_events(handle) -> list:
+    return list((await handle.workflow.fetch_history()).events)
