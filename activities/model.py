@@ -6,6 +6,7 @@ off: Temporal's retry policy owns retries, so they are visible in history and su
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from typing import Any
@@ -14,6 +15,7 @@ import openai
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.conversation import ConversationStore
 from activities.heartbeat import with_heartbeats
 from agent.messages import ChatMessage, ChatRole, ToolCall
 from agent.payloads import ModelCallInput, ModelCallOutput, TokenUsage
@@ -102,10 +104,13 @@ class ModelActivities:
     """Holds the worker's OpenAI client; ``chat_completion`` is the activity.
 
     :param client: An ``openai.AsyncOpenAI``; by default one from the environment.
+    :param conversations: Where conversations are stored so the workflow can send only new
+        messages; by default :meth:`ConversationStore.from_env` (None: whole conversations).
     """
 
-    def __init__(self, client: openai.AsyncOpenAI | None = None) -> None:
+    def __init__(self, client: openai.AsyncOpenAI | None = None, conversations: ConversationStore | None | str = "env") -> None:
         self._client = client
+        self.conversations = ConversationStore.from_env() if conversations == "env" else conversations
 
     @property
     def client(self) -> openai.AsyncOpenAI:
@@ -120,7 +125,8 @@ class ModelActivities:
         :raises ApplicationError: Non-retryable (type ``ModelClientError``) for 400/401/403/404/422;
             retryable, honouring ``Retry-After``, for 429; other failures propagate and are retried.
         """
-        kwargs: dict[str, Any] = {"model": request.model, "messages": to_openai_messages(request.messages)}
+        history = await self._stored_history(request.conversation_head)
+        kwargs: dict[str, Any] = {"model": request.model, "messages": to_openai_messages(history + request.messages)}
         if request.tools:
             kwargs["tools"] = to_openai_tools(request.tools)
         kwargs.update(request.settings)
@@ -128,7 +134,25 @@ class ModelActivities:
             response = await with_heartbeats(self.client.chat.completions.create(**kwargs))
         except openai.APIStatusError as exc:
             raise _classify(exc) from exc
-        return from_openai_response(response)
+        output = from_openai_response(response)
+        if self.conversations is not None and request.purpose == "agent":
+            head, _ = await asyncio.to_thread(
+                self.conversations.extend, request.conversation_head, history, [*request.messages, output.message]
+            )
+            output.conversation_head = head
+        return output
+
+    async def _stored_history(self, head: str | None) -> list[ChatMessage]:
+        if head is None:
+            return []
+        if self.conversations is None:
+            raise ApplicationError(
+                f"The run refers to stored conversation {head[:12]}... but this worker has no conversation store; "
+                "give every worker of the task queue the same TEMPORAL_PAYLOADS_BUCKET.",
+                type=NON_RETRYABLE_MODEL_ERROR,
+                non_retryable=True,
+            )
+        return await asyncio.to_thread(self.conversations.load, head)
 
 
 def _classify(exc: openai.APIStatusError) -> Exception:

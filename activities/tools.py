@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -9,7 +10,7 @@ from pydantic import BaseModel
 from temporalio import activity
 
 from activities.heartbeat import with_heartbeats
-from agent.payloads import ToolInvocationInput, ToolInvocationOutput
+from agent.payloads import OffloadInstruction, ToolInvocationInput, ToolInvocationOutput
 from agent.tools import Tool, ToolContext, _tool_context
 
 
@@ -69,4 +70,29 @@ class ToolActivities:
             return ToolInvocationOutput(result=f"Tool '{call.tool_name}' failed: {type(exc).__name__}: {exc}", error=True)
         finally:
             _tool_context.reset(token)
-        return ToolInvocationOutput(result=result_to_text(result))
+        text = result_to_text(result)
+        if request.offload is not None:
+            return await offload_in_activity(call.tool_name, text, request.offload)
+        return ToolInvocationOutput(result=text)
+
+
+async def offload_in_activity(tool_name: str, text: str, instruction: OffloadInstruction) -> ToolInvocationOutput:
+    """Apply the offload policy here, so a big result goes to the store instead of into history.
+
+    A failed write keeps the result in the output (nothing is lost); the hook may retry later.
+    """
+    from hooks.serialization import object_from_dict
+    from hooks.tool_result_offloading.hook import OFFLOADED_META_KEY, pointer_text
+
+    policy = object_from_dict(instruction.policy)
+    if not text or not policy.should_offload(tool_name, text, None):
+        return ToolInvocationOutput(result=text)
+    try:
+        store = object_from_dict(instruction.store)
+        reference = await asyncio.to_thread(store.write, key=instruction.key, content=text)
+    except Exception as exc:
+        activity.logger.warning("Offloading the result of %s failed; returning it inline: %r", tool_name, exc)
+        return ToolInvocationOutput(result=text)
+    return ToolInvocationOutput(
+        result=pointer_text(reference, text, instruction.preview_chars), meta={OFFLOADED_META_KEY: [reference]}
+    )

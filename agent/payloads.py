@@ -34,20 +34,45 @@ class ModelCallInput(BaseModel):
     :param settings: Extra Chat Completions parameters (temperature, max_tokens, ...).
     :param purpose: ``"agent"`` for the agent's own step, ``"hook"`` for calls made by hooks
         (summaries); token accounting keeps the two apart.
+    :param conversation_head: When set, ``messages`` are only the messages after the stored
+        conversation this digest names (see activities/conversation.py).
     """
 
     model: str
     messages: list[ChatMessage]
+    conversation_head: str | None = None
     tools: list[ToolSpec] = Field(default_factory=list)
     settings: dict[str, Any] = Field(default_factory=dict)
     purpose: Literal["agent", "hook"] = "agent"
 
 
 class ModelCallOutput(BaseModel):
-    """The model's reply (``meta`` holds ``usage``, ``finish_reason``, ``model``)."""
+    """The model's reply (``meta`` holds ``usage``, ``finish_reason``, ``model``).
+
+    :param conversation_head: Digest of the stored conversation including the reply, when the
+        worker stores conversations; the next call can then send only what comes after it.
+    """
 
     message: ChatMessage
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    conversation_head: str | None = None
+
+
+class OffloadInstruction(BaseModel):
+    """Tells the tool activity to offload a big result itself, so it never enters history.
+
+    Set by ``ToolResultOffloadHook`` for tools whose policy needs no State to decide.
+
+    :param store: Store descriptor, already scoped to the run.
+    :param policy: The tool's offload policy (``policy.to_dict()``).
+    :param key: Store key of this call's result.
+    :param preview_chars: Characters of the result kept in the pointer message.
+    """
+
+    store: dict[str, Any]
+    policy: dict[str, Any]
+    key: str
+    preview_chars: int = 200
 
 
 class ToolInvocationInput(BaseModel):
@@ -61,6 +86,7 @@ class ToolInvocationInput(BaseModel):
     tool_call: ToolCall
     call_key: str
     step: int = 0
+    offload: OffloadInstruction | None = None
 
 
 class ToolInvocationOutput(BaseModel):
@@ -78,12 +104,14 @@ class RunSnapshot(BaseModel):
     :param hook_memory: What hooks with ``snapshot()`` returned, keyed ``"point/index"``.
     :param hook_token_usage: Usage of model calls made by hooks so far.
     :param continuations: How many times this run has continued as new.
+    :param conversation: ``(message count, head digest)`` of the stored conversation prefix.
     """
 
     state: dict[str, Any]
     hook_memory: dict[str, Any] = Field(default_factory=dict)
     hook_token_usage: TokenUsage = Field(default_factory=TokenUsage)
     continuations: int = 0
+    conversation: tuple[int, str] | None = None
 
 
 class AgentRunInput(BaseModel):

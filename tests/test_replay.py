@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import tempfile
 from pathlib import Path
 
+import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
@@ -20,16 +22,21 @@ from workflows.agent_workflow import AgentWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 RUN_LOOP_HISTORY = HISTORIES / "run_loop.json"
+#: Offloading inside the tool activity + conversation by reference (model inputs name stored conversation).
+OFFLOAD_HISTORY = HISTORIES / "offload_conversation.json"
+#: Recorded before model inputs referred to stored conversation: runs started then must still replay.
+WHOLE_CONVERSATION_HISTORY = HISTORIES / "run_loop_whole_conversation.json"
 
 
 def replayer() -> Replayer:
     return Replayer(workflows=[AgentWorkflow], plugins=[AgentPlugin()])
 
 
-async def test_replay_run_loop_history():
-    data = json.loads(RUN_LOOP_HISTORY.read_text())
+@pytest.mark.parametrize("path", [RUN_LOOP_HISTORY, OFFLOAD_HISTORY, WHOLE_CONVERSATION_HISTORY], ids=lambda p: p.stem)
+async def test_replay_committed_history(path):
+    data = json.loads(path.read_text())
     history = WorkflowHistory.from_json(data["workflow_id"], data["history"])
-    assert len(history.events) > 20  # a real run: hooks, two tool steps, continue_run, text exit
+    assert len(history.events) > 20  # a real run: hooks, tool steps, a text exit
     result = await replayer().replay_workflow(history)
     assert result.replay_failure is None
 
@@ -52,8 +59,6 @@ async def record(address: str) -> None:
     from worker import create_worker
 
     with ScriptedModelServer() as scripted:
-        import os
-
         os.environ["OPENAI_BASE_URL"] = scripted.base_url
         os.environ["OPENAI_API_KEY"] = "scripted-model"
         client = await connect(address)
@@ -73,8 +78,31 @@ async def record(address: str) -> None:
             handle = await agent.start(client, [ChatMessage.from_user("go")], run_id="replay-run-loop", task_queue="record")
             await handle.result()
             history = await handle.workflow.fetch_history()
+        write_history(RUN_LOOP_HISTORY, "replay-run-loop", history)
+
+        from hooks.tool_result_offloading import OffloadOverChars, S3ToolResultStore, ToolResultOffloadHook
+
+        model = "replay-offload"
+        scripted.script(
+            model,
+            [
+                {"tool_calls": [{"name": "big_text", "arguments": {"size": 5000}}, {"name": "echo", "arguments": {"text": "x"}}]},
+                {"tool_calls": [{"name": "big_text", "arguments": {"size": 300}}]},
+                {"text": "done"},
+            ],
+        )
+        offload = ToolResultOffloadHook(S3ToolResultStore(os.environ["TOOL_RESULTS_BUCKET"]), {"big_text": OffloadOverChars(1000)})
+        agent = Agent(model=model, tools=[t.big_text, t.echo], hooks={"after_tool": [offload]})
+        async with create_worker(client, tools=t.TEST_TOOLS, task_queue="record"):
+            handle = await agent.start(client, [ChatMessage.from_user("go")], run_id="replay-offload", task_queue="record")
+            result = await handle.result()
+            assert "tool_result_offloaded" in result.messages[2].meta
+            write_history(OFFLOAD_HISTORY, "replay-offload", await handle.workflow.fetch_history())
+
+
+def write_history(path: Path, workflow_id: str, history) -> None:
     HISTORIES.mkdir(exist_ok=True)
-    RUN_LOOP_HISTORY.write_text(json.dumps({"workflow_id": "replay-run-loop", "history": json.loads(history.to_json())}, indent=1))
+    path.write_text(json.dumps({"workflow_id": workflow_id, "history": json.loads(history.to_json())}, indent=1))
 
 
 async def _main() -> None:
@@ -86,7 +114,7 @@ async def _main() -> None:
             await record(dev.temporal.address)
         finally:
             DevStack.restore_env(previous)
-    print(f"recorded {RUN_LOOP_HISTORY}")
+    print(f"recorded {RUN_LOOP_HISTORY} and {OFFLOAD_HISTORY}")
 
 
 if __name__ == "__main__":

@@ -157,3 +157,17 @@ async def async_marker(state: State) -> None:
 
 async def _noop() -> None:
     return None
+
+
+@hook
+def prune_first_tool_result(state: State) -> None:
+    """before_llm: from step 3 on, replace the first tool result's text (as compaction would)."""
+    if state.data["step_count"] < 3:
+        return
+    messages = state.get("messages")
+    for index, message in enumerate(messages):
+        if message.tool_call_result is not None:
+            if message.tool_call_result.result != "[pruned]":
+                messages[index] = ChatMessage.from_tool("[pruned]", origin=message.tool_call_result.origin)
+                state.set("messages", messages, handler_override=replace_values)
+            return

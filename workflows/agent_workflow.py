@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from hooks.protocol import AFTER_RUN, AFTER_TOOL, BEFORE_LLM, BEFORE_RUN, BEFORE_TOOL, ON_EXIT
     from workflows.calls import call_model, call_tool, hook_token_usage, reset_hook_token_usage
     from workflows.run_context import RunContext, set_current_run
+    from workflows.stored_conversation import StoredConversation
 
 from workflows.confirmation_handlers import ConfirmationHandlers
 
@@ -63,6 +64,7 @@ class AgentWorkflow(ConfirmationHandlers):
         self._done = False
         self._continuations = 0
         self._hook_usage = [TokenUsage()]
+        self._conversation = StoredConversation()
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -101,6 +103,9 @@ class AgentWorkflow(ConfirmationHandlers):
         self._hook_usage = reset_hook_token_usage(snapshot.hook_token_usage if snapshot else None)
         if snapshot is not None:
             self._continuations = snapshot.continuations
+            if snapshot.conversation is not None:
+                count = snapshot.conversation[0]
+                self._conversation = StoredConversation(state.data["messages"][:count], snapshot.conversation)
             self._restore_hook_memory(agent, snapshot.hook_memory)
         else:
             await self._run_hooks(BEFORE_RUN)
@@ -137,16 +142,19 @@ class AgentWorkflow(ConfirmationHandlers):
             return False
 
         context.phase = "model"
-        reply = (
-            await call_model(
-                ModelCallInput(
-                    model=agent.model,
-                    messages=state.data["messages"],
-                    tools=agent.tool_specs,
-                    settings=agent.model_settings,
-                )
+        sent = state.data["messages"]
+        head, tail = self._conversation.request(sent)
+        output = await call_model(
+            ModelCallInput(
+                model=agent.model,
+                messages=tail,
+                conversation_head=head,
+                tools=agent.tool_specs,
+                settings=agent.model_settings,
             )
-        ).message
+        )
+        reply = output.message
+        self._conversation.record(sent, reply, output.conversation_head)
         state.set("messages", [reply])
         if isinstance(usage := reply.meta.get("usage"), dict):
             state.set("token_usage", add_usage(state.data.get("token_usage") or {}, usage))
@@ -236,11 +244,21 @@ class AgentWorkflow(ConfirmationHandlers):
                         tool_call=call,
                         call_key=call.id or f"step{step}-call{index}",
                         step=step,
+                        offload=self._offload_instruction(call, index),
                     )
                 )
             return ChatMessage.from_tool(output.result, origin=call, error=output.error, meta=output.meta)
 
         return list(await asyncio.gather(*(run_one(i, c) for i, c in enumerate(calls))))
+
+    def _offload_instruction(self, call: ToolCall, position: int) -> Any:
+        """The first after_tool hook that wants the tool activity to offload this call's result."""
+        context = self._require_context()
+        for hook in context.agent.hooks.get(AFTER_TOOL, []):
+            ask = getattr(hook, "activity_offload", None)
+            if ask is not None and (instruction := ask(context.state, call.tool_name, call.id, position)) is not None:
+                return instruction
+        return None
 
     # -- hooks -------------------------------------------------------------------------------
 
@@ -307,6 +325,7 @@ class AgentWorkflow(ConfirmationHandlers):
             hook_memory={key: hook.snapshot() for key, hook in self._hooks_with_memory(agent).items()},
             hook_token_usage=hook_token_usage(),
             continuations=self._continuations + 1,
+            conversation=self._conversation.last_boundary(),
         )
         return AgentRunInput(agent=run_input.agent, hook_context=run_input.hook_context, snapshot=snapshot)
 

@@ -27,6 +27,7 @@ from hooks.tool_result_offloading.stores import encode_key_segment
 with workflow.unsafe.imports_passed_through():
     from activities.tool_results import NON_RETRYABLE_STORE_ERROR, STORE_TOOL_RESULT, StoreToolResultInput
     from agent.messages import ChatMessage
+    from agent.payloads import OffloadInstruction
 
 logger = logging.getLogger(__name__)
 
@@ -197,6 +198,23 @@ class ToolResultOffloadHook:
             key = result_key(step, tool_name, result.origin.id, position)
             tasks.append(OffloadTask(start + position, key, result.result))
         return tasks
+
+    def activity_offload(self, state: State, tool_name: str, call_id: str | None, position: int) -> OffloadInstruction | None:
+        """Let the tool activity offload this call's result itself (the run loop asks before each call).
+
+        Only for tools whose policy decides from the result alone (``decides_without_state``), so
+        a multi-MB result never enters workflow history; the hook then finds it marked and skips it.
+        """
+        policy = self.policy_for(tool_name)
+        if policy is None or not getattr(policy, "decides_without_state", False):
+            return None
+        store = self.resolve_store(state, workflow.info().workflow_id)
+        return OffloadInstruction(
+            store=store.to_dict(),
+            policy=policy.to_dict(),
+            key=result_key(state.data.get("step_count", 0), tool_name, call_id, position),
+            preview_chars=self.preview_chars,
+        )
 
     def apply(self, state: State, references: dict[int, str]) -> None:
         """Replace the messages at ``references``' indices with pointers (one State write, if any)."""

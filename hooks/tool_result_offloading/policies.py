@@ -14,7 +14,13 @@ from hooks.serialization import default_from_dict, default_to_dict
 
 
 class OffloadPolicyBase:
-    """Serialisation for policies whose ``__init__`` takes no arguments (override ``to_dict`` otherwise)."""
+    """Serialisation for policies whose ``__init__`` takes no arguments (override ``to_dict`` otherwise).
+
+    Set ``decides_without_state = True`` on a policy whose decision reads only the tool name and
+    result: the tool activity can then apply it itself, and a big result never enters history.
+    """
+
+    decides_without_state = False
 
     def should_offload(self, tool_name: str, result: str, state: State) -> bool:
         """Whether to offload; subclasses decide."""
@@ -43,6 +49,8 @@ class OffloadPolicyBase:
 class AlwaysOffload(OffloadPolicyBase):
     """Offload every (non-empty, successful) result of the tools it is assigned to."""
 
+    decides_without_state = True
+
     def should_offload(self, tool_name: str, result: str, state: State) -> bool:  # noqa: ARG002
         """Always True."""
         return True
@@ -50,6 +58,8 @@ class AlwaysOffload(OffloadPolicyBase):
 
 class NeverOffload(OffloadPolicyBase):
     """Keep results in the conversation; use it to opt a tool out of a ``"*"`` default."""
+
+    decides_without_state = True
 
     def should_offload(self, tool_name: str, result: str, state: State) -> bool:  # noqa: ARG002
         """Always False."""
@@ -62,6 +72,8 @@ class OffloadOverChars(OffloadPolicyBase):
     :param threshold: Characters a result may have and still stay in the conversation.
     :raises ValueError: If ``threshold`` is negative or not an integer.
     """
+
+    decides_without_state = True
 
     def __init__(self, threshold: int) -> None:
         if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:

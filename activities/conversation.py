@@ -1,0 +1,149 @@
+"""Conversation by reference: the model activity's input names stored conversation instead of
+carrying it, so workflow history grows by each step's new messages only (not quadratically).
+
+The conversation is a chain of content-addressed segments in S3 (``{parent, messages}``,
+keyed by the SHA-256 of their JSON). The model activity loads the chain named by the
+workflow's ``conversation_head``, appends the new messages, calls the model, and writes one
+segment with the new messages and the reply; the new head comes back in its output. Each
+segment holds only what a step added, so S3 bytes per step stay flat too, and a retried
+write of the same segment is the same object (idempotent).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from pydantic import BaseModel
+
+from agent.messages import ChatMessage
+
+DEFAULT_PREFIX = "conversations"
+#: Set to "off" to keep sending whole conversations (e.g. to measure the difference).
+DISABLE_ENV = "AGENT_CONVERSATION_STORE"
+
+
+class ConversationSegment(BaseModel):
+    """What one step added to a conversation, and the segment before it."""
+
+    parent: str | None
+    messages: list[ChatMessage]
+
+
+class ConversationStore:
+    """Chained conversation segments in an S3 bucket, with an in-process cache.
+
+    :param bucket: The bucket (``TEMPORAL_PAYLOADS_BUCKET`` by default, see :meth:`from_env`).
+    :param prefix: Key prefix; objects are ``{prefix}/{sha256}.json``. Expire them with a
+        lifecycle rule no shorter than your longest run (see deploy/README.md).
+    :param client: A boto3 S3 client; by default the process's cached one.
+    :param cache_bytes: Upper bound on cached segment JSON; older entries are evicted first.
+    """
+
+    def __init__(self, bucket: str, prefix: str = DEFAULT_PREFIX, client: Any | None = None, cache_bytes: int = 256 << 20) -> None:
+        if not bucket:
+            raise ValueError("ConversationStore needs a bucket name.")
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self._client = client
+        self._cache: OrderedDict[str, tuple[ConversationSegment, int]] = OrderedDict()
+        self._flat: OrderedDict[str, list[ChatMessage]] = OrderedDict()
+        self._cache_bytes = cache_bytes
+        self._cached = 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_env(cls) -> ConversationStore | None:
+        """A store in ``TEMPORAL_PAYLOADS_BUCKET`` (else ``TOOL_RESULTS_BUCKET``), or None when
+        neither is set or ``AGENT_CONVERSATION_STORE=off``."""
+        if os.environ.get(DISABLE_ENV, "").lower() == "off":
+            return None
+        bucket = os.environ.get("TEMPORAL_PAYLOADS_BUCKET") or os.environ.get("TOOL_RESULTS_BUCKET")
+        return cls(bucket) if bucket else None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            from activities.tool_results import s3_client
+
+            self._client = s3_client()
+        return self._client
+
+    def _key(self, digest: str) -> str:
+        return f"{self.prefix}/{digest}.json"
+
+    def put(self, parent: str | None, messages: list[ChatMessage]) -> tuple[str, int]:
+        """Store a segment; returns its digest (the new head) and the bytes written (0 if known)."""
+        segment = ConversationSegment(parent=parent, messages=messages)
+        data = segment.model_dump_json().encode()
+        digest = hashlib.sha256(data).hexdigest()
+        with self._lock:
+            if digest in self._cache:
+                return digest, 0
+        self.client.put_object(Bucket=self.bucket, Key=self._key(digest), Body=data, ContentType="application/json")
+        self._remember(digest, segment, len(data))
+        return digest, len(data)
+
+    def load(self, head: str) -> list[ChatMessage]:
+        """The whole conversation ending at ``head``.
+
+        :raises LookupError: When a segment of the chain is missing from the bucket.
+        """
+        with self._lock:
+            if head in self._flat:
+                self._flat.move_to_end(head)
+                return list(self._flat[head])
+        chain: list[ConversationSegment] = []
+        digest: str | None = head
+        prefix: list[ChatMessage] = []
+        while digest is not None:
+            with self._lock:
+                if digest != head and digest in self._flat:
+                    prefix = list(self._flat[digest])
+                    break
+            segment = self._segment(digest)
+            chain.append(segment)
+            digest = segment.parent
+        messages = prefix
+        for segment in reversed(chain):
+            messages.extend(segment.messages)
+        self._remember_flat(head, messages)
+        return list(messages)
+
+    def extend(self, head: str | None, parent_messages: list[ChatMessage], new_messages: list[ChatMessage]) -> tuple[str, int]:
+        """Store ``new_messages`` after ``head`` and cache the flattened result."""
+        digest, written = self.put(head, new_messages)
+        self._remember_flat(digest, parent_messages + new_messages)
+        return digest, written
+
+    def _segment(self, digest: str) -> ConversationSegment:
+        with self._lock:
+            if digest in self._cache:
+                self._cache.move_to_end(digest)
+                return self._cache[digest][0]
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=self._key(digest))["Body"].read()
+        except self.client.exceptions.NoSuchKey as exc:
+            raise LookupError(f"Conversation segment s3://{self.bucket}/{self._key(digest)} is missing.") from exc
+        segment = ConversationSegment.model_validate_json(body)
+        self._remember(digest, segment, len(body))
+        return segment
+
+    def _remember(self, digest: str, segment: ConversationSegment, size: int) -> None:
+        with self._lock:
+            if digest in self._cache:
+                return
+            self._cache[digest] = (segment, size)
+            self._cached += size
+            while self._cached > self._cache_bytes and self._cache:
+                _, (_, evicted) = self._cache.popitem(last=False)
+                self._cached -= evicted
+
+    def _remember_flat(self, head: str, messages: list[ChatMessage]) -> None:
+        with self._lock:
+            self._flat[head] = messages
+            while len(self._flat) > 64:
+                self._flat.popitem(last=False)
