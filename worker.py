@@ -56,6 +56,11 @@ def create_worker(
     :param worker_options: Passed to ``temporalio.worker.Worker`` (override the tuned defaults).
     :raises ValueError: On duplicate tool names or a non-``Tool`` in ``tools``.
     """
+    # Token counting hooks use tiktoken inside workflow tasks; load the encoding now (once per
+    # process, from local files) so the first count does not eat into the workflow-task deadline.
+    from hooks.compaction.encodings import load_encoding
+
+    load_encoding("o200k_base")
     tool_activities = ToolActivities(tools)
     model = model_activities or ModelActivities()
     plugins = [] if any(isinstance(p, AgentPlugin) for p in client.config().get("plugins", [])) else [AgentPlugin()]
@@ -97,7 +102,9 @@ def main() -> None:
 
     from hooks.serialization import import_object
 
-    parser = argparse.ArgumentParser(description="Run an agent worker (Temporal address etc. from TEMPORAL_* env vars).")
+    parser = argparse.ArgumentParser(
+        description="Run an agent worker (Temporal address etc. from TEMPORAL_* env vars)."
+    )
     parser.add_argument(
         "--tools",
         default="agent.demo_tools.DEMO_TOOLS",

@@ -43,7 +43,9 @@ class ConversationStore:
     :param cache_bytes: Upper bound on cached segment JSON; older entries are evicted first.
     """
 
-    def __init__(self, bucket: str, prefix: str = DEFAULT_PREFIX, client: Any | None = None, cache_bytes: int = 256 << 20) -> None:
+    def __init__(
+        self, bucket: str, prefix: str = DEFAULT_PREFIX, client: Any | None = None, cache_bytes: int = 256 << 20
+    ) -> None:
         if not bucket:
             raise ValueError("ConversationStore needs a bucket name.")
         self.bucket = bucket
@@ -113,7 +115,9 @@ class ConversationStore:
         self._remember_flat(head, messages)
         return list(messages)
 
-    def extend(self, head: str | None, parent_messages: list[ChatMessage], new_messages: list[ChatMessage]) -> tuple[str, int]:
+    def extend(
+        self, head: str | None, parent_messages: list[ChatMessage], new_messages: list[ChatMessage]
+    ) -> tuple[str, int]:
         """Store ``new_messages`` after ``head`` and cache the flattened result."""
         digest, written = self.put(head, new_messages)
         self._remember_flat(digest, parent_messages + new_messages)

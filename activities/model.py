@@ -79,7 +79,9 @@ def _parse_tool_call(raw: Any) -> ToolCall:
         if not isinstance(arguments, dict):
             raise ValueError("arguments are not a JSON object")
     except ValueError:
-        return ToolCall(tool_name=raw.function.name, arguments={}, id=raw.id, extra={"invalid_arguments": arguments_text})
+        return ToolCall(
+            tool_name=raw.function.name, arguments={}, id=raw.id, extra={"invalid_arguments": arguments_text}
+        )
     return ToolCall(tool_name=raw.function.name, arguments=arguments, id=raw.id)
 
 
@@ -108,7 +110,9 @@ class ModelActivities:
         messages; by default :meth:`ConversationStore.from_env` (None: whole conversations).
     """
 
-    def __init__(self, client: openai.AsyncOpenAI | None = None, conversations: ConversationStore | None | str = "env") -> None:
+    def __init__(
+        self, client: openai.AsyncOpenAI | None = None, conversations: ConversationStore | None | str = "env"
+    ) -> None:
         self._client = client
         self.conversations = ConversationStore.from_env() if conversations == "env" else conversations
 
@@ -173,4 +177,6 @@ def _classify(exc: openai.APIStatusError) -> Exception:
             delay = timedelta(seconds=float(retry_after))
         except ValueError:
             delay = None
-    return ApplicationError(f"Model endpoint returned HTTP {status}: {exc.message}", type="ModelTransientError", next_retry_delay=delay)
+    return ApplicationError(
+        f"Model endpoint returned HTTP {status}: {exc.message}", type="ModelTransientError", next_retry_delay=delay
+    )

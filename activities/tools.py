@@ -67,7 +67,9 @@ class ToolActivities:
             return ToolInvocationOutput(result=str(exc), error=True)
         except Exception as exc:  # the model sees the failure and decides what to do
             activity.logger.warning("Tool %s failed: %r", call.tool_name, exc)
-            return ToolInvocationOutput(result=f"Tool '{call.tool_name}' failed: {type(exc).__name__}: {exc}", error=True)
+            return ToolInvocationOutput(
+                result=f"Tool '{call.tool_name}' failed: {type(exc).__name__}: {exc}", error=True
+            )
         finally:
             _tool_context.reset(token)
         text = result_to_text(result)

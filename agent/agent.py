@@ -76,7 +76,9 @@ class Agent:
         continue_as_new_after_events: int = 10_000,
     ) -> None:
         self.model = model
-        self.tool_specs: list[ToolSpec] = [t.spec if isinstance(t, Tool) else ToolSpec.model_validate(t) for t in tools or []]
+        self.tool_specs: list[ToolSpec] = [
+            t.spec if isinstance(t, Tool) else ToolSpec.model_validate(t) for t in tools or []
+        ]
         names = [t.name for t in self.tool_specs]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -127,7 +129,9 @@ class Agent:
             model=data["model"],
             tools=[ToolSpec.model_validate(t) for t in data.get("tools", [])],
             system_prompt=data.get("system_prompt"),
-            hooks={point: [object_from_dict(h) for h in hook_list] for point, hook_list in data.get("hooks", {}).items()},
+            hooks={
+                point: [object_from_dict(h) for h in hook_list] for point, hook_list in data.get("hooks", {}).items()
+            },
             exit_conditions=data.get("exit_conditions"),
             max_agent_steps=data.get("max_agent_steps", 100),
             state_schema=state_schema_from_dict(data.get("state_schema", {})),

@@ -59,7 +59,9 @@ async def cmd_dev(args: argparse.Namespace) -> int:
             scripted = ScriptedModelServer().start()
             os.environ.update({"OPENAI_BASE_URL": scripted.base_url, "OPENAI_API_KEY": "scripted-model"})
         print(stack.describe())
-        print(f"Model:           {'[' + LABEL + '] scripted model at ' + scripted.base_url if scripted else os.environ.get('OPENAI_BASE_URL', 'OpenAI')}")
+        print(
+            f"Model:           {'[' + LABEL + '] scripted model at ' + scripted.base_url if scripted else os.environ.get('OPENAI_BASE_URL', 'OpenAI')}"
+        )
         print(f"Env for other shells: source {stack.write_env_file()}")
         client = await connect(stack.temporal.address)
         try:
@@ -89,8 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="start a run of the demo agent (two tools) with a prompt")
     run.add_argument("prompt", help="the user's message")
     run.add_argument("--run-id", help="workflow id (default: a fresh one)")
-    run.add_argument("--model", default=os.environ.get("AGENT_MODEL", "gpt-4o-mini"), help="model name (default: $AGENT_MODEL or gpt-4o-mini)")
-    run.add_argument("--task-queue", default=settings.task_queue, help="task queue (default: $AGENT_TASK_QUEUE or agent)")
+    run.add_argument(
+        "--model",
+        default=os.environ.get("AGENT_MODEL", "gpt-4o-mini"),
+        help="model name (default: $AGENT_MODEL or gpt-4o-mini)",
+    )
+    run.add_argument(
+        "--task-queue", default=settings.task_queue, help="task queue (default: $AGENT_TASK_QUEUE or agent)"
+    )
     run.add_argument("--wait", action="store_true", help="wait for the result and print the final answer")
     run.set_defaults(handler=cmd_run)
 
@@ -132,7 +140,11 @@ def main(argv: list[str] | None = None) -> None:
     except (RuntimeError, ValueError, ConnectionError) as exc:
         print(f"agent: error: {exc}", file=sys.stderr)
         code = 1
-    sys.exit(code)
+    # temporalio's native runtime can abort in interpreter shutdown (PyGILState_Release) after
+    # a command has done its work; flush and leave without running finalisers.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,9 @@ def add_approval_commands(subparsers: Any) -> None:
     reject.add_argument("--feedback", default=None, help="why (the model sees it)")
     reject.set_defaults(handler=cmd_reject)
     modify = decision_parser("modify", "run a pending tool call with other arguments")
-    modify.add_argument("--params", required=True, help='the complete new arguments as JSON, e.g. \'{"path": "/tmp/x"}\'')
+    modify.add_argument(
+        "--params", required=True, help='the complete new arguments as JSON, e.g. \'{"path": "/tmp/x"}\''
+    )
     modify.add_argument("--feedback", default=None, help="a note for the model about the change")
     modify.set_defaults(handler=cmd_modify)
 
@@ -84,7 +86,9 @@ def format_pending_table(rows: list[tuple[str, PendingConfirmation]]) -> str:
         for run_id, p in rows
     ]
     widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *lines])
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *lines]
+    )
 
 
 async def cmd_pending(args: argparse.Namespace, client: Client | None = None) -> int:

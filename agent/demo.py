@@ -28,10 +28,17 @@ from agent.scripted_model import LABEL, ScriptedModelServer
 DEMO_QUEUE = "agent-demo"
 SCRIPTED_MODEL = "demo-inventory"
 DEMO_SCRIPT = [
-    {"tool_calls": [{"name": "check_inventory", "arguments": {"item": "widgets"}}, {"name": "check_inventory", "arguments": {"item": "gadgets"}}]},
+    {
+        "tool_calls": [
+            {"name": "check_inventory", "arguments": {"item": "widgets"}},
+            {"name": "check_inventory", "arguments": {"item": "gadgets"}},
+        ]
+    },
     {"tool_calls": [{"name": "open_ticket", "arguments": {"title": "Restock gadgets", "priority": "high"}}]},
     {"tool_calls": [{"name": "open_ticket", "arguments": {"title": "Audit widget counts"}}]},
-    {"text": "Checked widgets and gadgets, and opened two tickets: a high-priority restock of gadgets and a widget audit."},
+    {
+        "text": "Checked widgets and gadgets, and opened two tickets: a high-priority restock of gadgets and a widget audit."
+    },
 ]
 
 
@@ -92,7 +99,13 @@ async def run_demo(data_dir: Path) -> int:
     with DevStack(data_dir / "stack", with_ui=True) as stack:
         for line in stack.describe().splitlines():
             say("  " + line)
-        env = {**os.environ, **stack.env, "AGENT_TASK_QUEUE": DEMO_QUEUE, "DEMO_LEDGER": str(ledger), "DEMO_TOOL_SECONDS": "2"}
+        env = {
+            **os.environ,
+            **stack.env,
+            "AGENT_TASK_QUEUE": DEMO_QUEUE,
+            "DEMO_LEDGER": str(ledger),
+            "DEMO_TOOL_SECONDS": "2",
+        }
         if use_real_model:
             model = os.environ.get("AGENT_MODEL", "gpt-4o-mini")
             say(f"model: {model} at {os.environ.get('OPENAI_BASE_URL', 'api.openai.com')} (OPENAI_API_KEY is set)")
@@ -113,7 +126,9 @@ async def run_demo(data_dir: Path) -> int:
                 run_id=run_id,
                 task_queue=DEMO_QUEUE,
             )
-            say(f"run {run_id} started; follow it in the Temporal UI too: {stack.temporal.ui_url}/namespaces/default/workflows/{run_id}")
+            say(
+                f"run {run_id} started; follow it in the Temporal UI too: {stack.temporal.ui_url}/namespaces/default/workflows/{run_id}"
+            )
             await follow_and_crash(handle, worker, ledger)
             result = await handle.result()
         finally:
@@ -156,7 +171,9 @@ async def wait_for_progress(handle, ledger: Path, completed_before: int, crash_a
 
 
 def report(result, ledger: Path) -> int:
-    say(f"run finished: exit_reason={result.exit_reason}, steps={result.step_count}, tool calls={result.tool_call_counts}")
+    say(
+        f"run finished: exit_reason={result.exit_reason}, steps={result.step_count}, tool calls={result.tool_call_counts}"
+    )
     say(f"final answer: {result.last_message.text}")
     effects = Counter(e["key"] for e in read_ledger(ledger))
     say("side effects per tool call (idempotency key -> times it ran to completion):")

@@ -23,7 +23,12 @@ def record_side_effect(tool_name: str, detail: str) -> None:
     path = ledger_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as f:
-        f.write(json.dumps({"tool": tool_name, "key": context.idempotency_key, "attempt": context.attempt, "detail": detail}) + "\n")
+        f.write(
+            json.dumps(
+                {"tool": tool_name, "key": context.idempotency_key, "attempt": context.attempt, "detail": detail}
+            )
+            + "\n"
+        )
 
 
 @tool

@@ -6,13 +6,13 @@ the wire format of a run as well as the objects hooks read and rewrite.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class ChatRole(str, Enum):
+class ChatRole(StrEnum):
     """Who a message is from."""
 
     USER = "user"

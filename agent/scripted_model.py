@@ -79,12 +79,16 @@ def _unscripted_reply(model: str, body: dict[str, Any]) -> dict[str, Any]:
         function = t["function"]
         props = function.get("parameters", {}).get("properties", {})
         required = function.get("parameters", {}).get("required", list(props))
-        args = {name: (user_text[:60] if props[name].get("type") == "string" else 1) for name in required if name in props}
+        args = {
+            name: (user_text[:60] if props[name].get("type") == "string" else 1) for name in required if name in props
+        }
         calls.append({"name": function["name"], "arguments": args})
     return {"tool_calls": calls}
 
 
-def _completion(model: str, entry: dict[str, Any] | None, body: dict[str, Any], call_ids: itertools.count) -> dict[str, Any]:
+def _completion(
+    model: str, entry: dict[str, Any] | None, body: dict[str, Any], call_ids: itertools.count
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": None}
     finish_reason = "stop"
     if entry is None:
@@ -96,7 +100,9 @@ def _completion(model: str, entry: dict[str, Any] | None, body: dict[str, Any], 
                 "type": "function",
                 "function": {
                     "name": call["name"],
-                    "arguments": call["arguments"] if isinstance(call.get("arguments"), str) else json.dumps(call.get("arguments", {})),
+                    "arguments": call["arguments"]
+                    if isinstance(call.get("arguments"), str)
+                    else json.dumps(call.get("arguments", {})),
                 },
             }
             for call in entry["tool_calls"]

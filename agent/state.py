@@ -113,7 +113,9 @@ class State:
         for key, definition in (schema or {}).items():
             handler = definition.get("handler")
             if handler is None:
-                handler = merge_lists if (get_origin(definition["type"]) or definition["type"]) is list else replace_values
+                handler = (
+                    merge_lists if (get_origin(definition["type"]) or definition["type"]) is list else replace_values
+                )
             self.schema[key] = {"type": definition["type"], "handler": handler}
         self._data: dict[str, Any] = dict(data or {})
 

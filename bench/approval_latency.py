@@ -67,9 +67,13 @@ async def measure(runs: int) -> None:
         async with create_worker(client, tools=[stamp], task_queue=queue):
             for i in range(runs + 2):  # the first two warm up
                 model, label = f"bench-{i}", f"call-{i}"
-                scripted.script(model, [{"tool_calls": [{"name": "stamp", "arguments": {"label": label}}]}, {"text": "ok"}])
+                scripted.script(
+                    model, [{"tool_calls": [{"name": "stamp", "arguments": {"label": label}}]}, {"text": "ok"}]
+                )
                 agent = Agent(model=model, tools=[stamp], hooks={"before_tool": [hook]})
-                handle = await agent.start(client, [ChatMessage.from_user("go")], run_id=f"{queue}-{i}", task_queue=queue)
+                handle = await agent.start(
+                    client, [ChatMessage.from_user("go")], run_id=f"{queue}-{i}", task_queue=queue
+                )
                 while not (pending := await handle.pending_confirmations()):
                     await asyncio.sleep(0.005)
                 call_id = pending[0].tool_call_id

@@ -34,8 +34,31 @@ from hooks.compaction.encodings import load_encoding  # noqa: E402
 from hooks.compaction.rendering import render_conversation  # noqa: E402
 
 TARGET_TOKENS = 200_000
-WORDS = ("agent", "durable", "workflow", "result", "file", "path", "error", "value", "the", "of", "and", "to",
-         "parse", "config", "retry", "timeout", "server", "request", "2024", "0x1f", "id=42", "{json}", "ok")
+WORDS = (
+    "agent",
+    "durable",
+    "workflow",
+    "result",
+    "file",
+    "path",
+    "error",
+    "value",
+    "the",
+    "of",
+    "and",
+    "to",
+    "parse",
+    "config",
+    "retry",
+    "timeout",
+    "server",
+    "request",
+    "2024",
+    "0x1f",
+    "id=42",
+    "{json}",
+    "ok",
+)
 
 
 def conversation(counter: TiktokenTokenCounter) -> list[ChatMessage]:
@@ -92,8 +115,10 @@ def main() -> None:
     decision_s = median_seconds(lambda: hook.run(state), 2000)
     verdict = "meets" if decision_s <= 1e-3 else "MISSES"
     print()
-    print(f"anchored tiktoken decision: {decision_s * 1e3:.4f} ms, {encode_s / decision_s:.0f}x cheaper than one "
-          f"full encode; {verdict} the 1 ms target on this machine")
+    print(
+        f"anchored tiktoken decision: {decision_s * 1e3:.4f} ms, {encode_s / decision_s:.0f}x cheaper than one "
+        f"full encode; {verdict} the 1 ms target on this machine"
+    )
 
 
 if __name__ == "__main__":

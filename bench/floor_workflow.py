@@ -25,5 +25,7 @@ class FloorWorkflow:
             if not reply.tool_calls:
                 return steps
             for call in reply.tool_calls:
-                out = await call_tool(ToolInvocationInput(run_id=workflow.info().workflow_id, tool_call=call, call_key=call.id or ""))
+                out = await call_tool(
+                    ToolInvocationInput(run_id=workflow.info().workflow_id, tool_call=call, call_key=call.id or "")
+                )
                 messages.append(ChatMessage.from_tool(out.result, origin=call, error=out.error))

@@ -71,7 +71,9 @@ def s3_bytes(stack) -> int:
 
 async def run_case(client: Client, scripted, stack, queue: str, size: int, steps: int, ours: bool) -> dict:
     model = f"hist-{uuid.uuid4().hex[:8]}"
-    scripted.script(model, [{"tool_calls": [{"name": "big_text", "arguments": {"size": size}}], "times": steps}, {"text": "done"}])
+    scripted.script(
+        model, [{"tool_calls": [{"name": "big_text", "arguments": {"size": size}}], "times": steps}, {"text": "done"}]
+    )
     hooks = {}
     if ours:
         store = S3ToolResultStore(stack.tool_results_bucket)
@@ -138,12 +140,18 @@ async def main(steps: int) -> None:
             p = plain["per_step"].get(mark)
             p_text = f"{p:>15.0f}" if p is not None else f"{str(plain['stalled_at']):>15}"
             ratio = f"{p / o:>7.1f}" if (o and p) else f"{'-':>7}"
-            print(f"{size:>8} {mark:>5} {o:>12.0f} {p_text} {ratio}" if o is not None else f"{size:>8} {mark:>5} {'-':>12} {p_text}")
+            print(
+                f"{size:>8} {mark:>5} {o:>12.0f} {p_text} {ratio}"
+                if o is not None
+                else f"{size:>8} {mark:>5} {'-':>12} {p_text}"
+            )
     print()
     print(f"{'result':>8} {'':>5} {'ours total':>12} {'neither total':>15}   S3 bytes/step ours, neither")
     for size, ours, plain in rows:
         stalled = f" (neither: {plain['stalled_at']})" if plain["stalled_at"] is not None else ""
-        print(f"{size:>8} {'':>5} {ours['total']:>12} {plain['total']:>15}   {ours['s3_per_step']:.0f}, {plain['s3_per_step']:.0f}{stalled}")
+        print(
+            f"{size:>8} {'':>5} {ours['total']:>12} {plain['total']:>15}   {ours['s3_per_step']:.0f}, {plain['s3_per_step']:.0f}{stalled}"
+        )
     print("target: ours <= 8192 B/step at every mark, not growing with the step")
 
 

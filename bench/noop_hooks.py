@@ -9,4 +9,6 @@ def noop(state: State) -> None:
     return None
 
 
-SIX_NOOP_HOOKS = {point: [noop] for point in ("before_run", "before_llm", "before_tool", "after_tool", "on_exit", "after_run")}
+SIX_NOOP_HOOKS = {
+    point: [noop] for point in ("before_run", "before_llm", "before_tool", "after_tool", "on_exit", "after_run")
+}

@@ -47,7 +47,11 @@ async def measure(client, scripted, steps: int, kind: str) -> dict[str, float]:
         await handle.result()
     wall_ms = (time.perf_counter() - started) * 1000
     spans = worker_spans(await handle.fetch_history())
-    return {"wall": wall_ms / steps, "work": (spans["workflow_task_ms"] + spans["activity_ms"]) / steps, "events": spans["events"]}
+    return {
+        "wall": wall_ms / steps,
+        "work": (spans["workflow_task_ms"] + spans["activity_ms"]) / steps,
+        "events": spans["events"],
+    }
 
 
 async def main(steps: int, rounds: int) -> None:
@@ -65,8 +69,12 @@ async def main(steps: int, rounds: int) -> None:
     print(f"step overhead, {steps} steps x {rounds} rounds (medians), dev server on loopback, scripted model")
     print(f"{'':28}{'floor':>10}{'agent':>10}{'ratio':>8}")
     print(f"{'wall ms per step':28}{floor['wall']:>10.1f}{ours['wall']:>10.1f}{ours['wall'] / floor['wall']:>8.2f}")
-    print(f"{'worker work ms per step':28}{floor['work']:>10.1f}{ours['work']:>10.1f}{ours['work'] / floor['work']:>8.2f}")
-    print(f"{'history events per run':28}{floor['events']:>10.0f}{ours['events']:>10.0f}{ours['events'] / floor['events']:>8.2f}")
+    print(
+        f"{'worker work ms per step':28}{floor['work']:>10.1f}{ours['work']:>10.1f}{ours['work'] / floor['work']:>8.2f}"
+    )
+    print(
+        f"{'history events per run':28}{floor['events']:>10.0f}{ours['events']:>10.0f}{ours['events'] / floor['events']:>8.2f}"
+    )
     print("targets: work ratio <= 1.20, wall ratio <= 1.00 (+noise)")
 
 

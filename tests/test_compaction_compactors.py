@@ -114,7 +114,9 @@ def test_sliding_window_drops_history_before_task_steps_and_puts_note_after_inst
     # the oldest complete turn went; the note is right after the system prompt; the task anchor stays
     assert out[1].meta["context_compaction"]["removed_messages"] == 4
     assert [m.text for m in out if m.role.value == "user" and "context_compaction" not in m.meta] == [
-        "question 1", "question 2", "current task"
+        "question 1",
+        "question 2",
+        "current task",
     ]
 
 
@@ -178,8 +180,12 @@ def test_pruning_never_touches_newest_steps_small_offloaded_or_already_pruned():
 
 def test_pruning_keeps_error_flag_and_skips_placeholder_bigger_than_result():
     origin = step("x", BIG)[0].tool_call
-    messages = [ChatMessage.from_user("go"), ChatMessage.from_assistant(tool_calls=[origin]),
-                ChatMessage.from_tool(BIG, origin, error=True), *step("y", BIG)]
+    messages = [
+        ChatMessage.from_user("go"),
+        ChatMessage.from_assistant(tool_calls=[origin]),
+        ChatMessage.from_tool(BIG, origin, error=True),
+        *step("y", BIG),
+    ]
     out = ToolResultPruningCompactor().compact(messages, 0, COUNTER)
     assert out[2].tool_call_result.error is True
     huge = ToolResultPruningCompactor(placeholder="p" * 10_000, min_tokens=0)
@@ -311,8 +317,10 @@ def test_summariser_validation_and_round_trip():
 
 @pytest.mark.parametrize(
     "compactor",
-    [SlidingWindowCompactor(min_keep_steps=3, omission_note=None),
-     ToolResultPruningCompactor(min_keep_steps=2, min_tokens=5, placeholder="p", skip_meta_keys=("a", "b"))],
+    [
+        SlidingWindowCompactor(min_keep_steps=3, omission_note=None),
+        ToolResultPruningCompactor(min_keep_steps=2, min_tokens=5, placeholder="p", skip_meta_keys=("a", "b")),
+    ],
     ids=lambda c: type(c).__name__,
 )
 def test_compactor_round_trip(compactor):

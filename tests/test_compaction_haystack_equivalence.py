@@ -204,8 +204,9 @@ def test_summary_planning_matches_on_compacted_conversations(seed):
     counter, h_counter = counters("approximate")
     summaries = ScriptedSummaries()
     ours = OurSummarizer(summaries, min_keep_steps=1, approximate_summary_tokens=10)
-    theirs = HSummarization(chat_generator=HaystackGenerator(ScriptedSummaries()), min_keep_steps=1,
-                            approximate_summary_tokens=10)
+    theirs = HSummarization(
+        chat_generator=HaystackGenerator(ScriptedSummaries()), min_keep_steps=1, approximate_summary_tokens=10
+    )
     for _ in range(30):
         target = int(counter.count(messages) * 0.6)
         plan = ours.plan(messages, target, counter)

@@ -156,8 +156,10 @@ def test_chained_pruning_not_enough_then_sliding_window_fires():
     messages = [ChatMessage.from_system("s"), ChatMessage.from_user("task")]
     for i in range(20):
         origin = step(f"c{i}", "")[0]
-        messages += [ChatMessage.from_assistant("reasoning " * 1200, tool_calls=origin.tool_calls),
-                     ChatMessage.from_tool(BIG, origin.tool_call)]
+        messages += [
+            ChatMessage.from_assistant("reasoning " * 1200, tool_calls=origin.tool_calls),
+            ChatMessage.from_tool(BIG, origin.tool_call),
+        ]
     anchor = COUNTER.count(messages[:-1]) + 50
     state = state_for(messages, context_tokens=anchor)
     for hook in chained(window=anchor):

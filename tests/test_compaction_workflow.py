@@ -117,8 +117,9 @@ async def test_budget_counts_summaries_only_when_asked(client, worker, scripted,
         scripted.script(f"{name}-summaries", [{"text": "- short", "times": 20}])
         scripted.script(name, [*big_text_calls(6), {"text": "done"}])
         hooks = [
-            CompactionHook(SummarizationCompactor(model=f"{name}-summaries", approximate_summary_tokens=20),
-                           context_window=2500),
+            CompactionHook(
+                SummarizationCompactor(model=f"{name}-summaries", approximate_summary_tokens=20), context_window=2500
+            ),
             TokenBudgetHook(max_total_tokens=budget_tokens, include_hook_usage=include),
         ]
         agent = Agent(model=name, tools=[t.big_text], hooks={"before_llm": hooks})

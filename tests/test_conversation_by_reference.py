@@ -45,7 +45,9 @@ def model_inputs(history) -> list[int]:
 
 async def test_model_inputs_stay_flat_and_model_sees_whole_conversation(client, worker, scripted, model, run_id):
     steps = 8
-    scripted.script(model, [{"tool_calls": [{"name": "big_text", "arguments": {"size": 3000}}], "times": steps}, {"text": "done"}])
+    scripted.script(
+        model, [{"tool_calls": [{"name": "big_text", "arguments": {"size": 3000}}], "times": steps}, {"text": "done"}]
+    )
     agent = Agent(model=model, tools=[t.big_text], max_agent_steps=steps + 1)
     handle = await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker)
     result = await handle.result()
@@ -61,7 +63,11 @@ async def test_model_inputs_stay_flat_and_model_sees_whole_conversation(client, 
 
 
 async def test_rewritten_history_reaches_the_model(client, worker, scripted, model, run_id):
-    scripted.script(model, [{"tool_calls": [{"name": "echo", "arguments": {"text": f"r{i}"}}], "times": 1} for i in range(5)] + [{"text": "done"}])
+    scripted.script(
+        model,
+        [{"tool_calls": [{"name": "echo", "arguments": {"text": f"r{i}"}}], "times": 1} for i in range(5)]
+        + [{"text": "done"}],
+    )
     agent = Agent(model=model, tools=[t.echo], hooks={"before_llm": [t.prune_first_tool_result]}, max_agent_steps=8)
     result = await (await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker)).result()
     assert result.exit_reason == "text"

@@ -53,7 +53,8 @@ def test_bad_threshold_is_a_value_error(monkeypatch: pytest.MonkeyPatch, raw: st
 
 
 async def test_big_payload_round_trips_through_s3_as_a_small_reference(
-    payload_bucket: str, s3_env: MotoS3Server  # noqa: F811
+    payload_bucket: str,
+    s3_env: MotoS3Server,  # noqa: F811
 ) -> None:
     converter = agent_data_converter()
     big = ToolInvocationOutput(result="x" * (5 * 1024 * 1024), meta={"k": "v"})
@@ -79,7 +80,9 @@ async def test_small_payload_stays_inline(payload_bucket: str, s3_env: MotoS3Ser
 
 
 async def test_threshold_from_environment(
-    payload_bucket: str, s3_env: MotoS3Server, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    payload_bucket: str,
+    s3_env: MotoS3Server,
+    monkeypatch: pytest.MonkeyPatch,  # noqa: F811
 ) -> None:
     monkeypatch.setenv("TEMPORAL_PAYLOAD_THRESHOLD_BYTES", "4096")
     [payload] = await agent_data_converter().encode([ToolInvocationOutput(result="z" * 5000)])
@@ -87,7 +90,8 @@ async def test_threshold_from_environment(
 
 
 async def test_missing_payload_bucket_names_it(
-    s3_env: MotoS3Server, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    s3_env: MotoS3Server,
+    monkeypatch: pytest.MonkeyPatch,  # noqa: F811
 ) -> None:
     monkeypatch.setenv("TEMPORAL_PAYLOADS_BUCKET", "no-such-payload-bucket")
     with pytest.raises(RuntimeError, match="bucket=no-such-payload-bucket"):

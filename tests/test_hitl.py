@@ -59,7 +59,9 @@ async def test_confirm_runs_the_call_and_records_the_approval(client, worker, sc
     assert (await handle.status()).waiting_for_approval is False
 
 
-async def test_reject_answers_the_model_and_runs_nothing(client, worker, scripted, model, run_id, tmp_path, monkeypatch):
+async def test_reject_answers_the_model_and_runs_nothing(
+    client, worker, scripted, model, run_id, tmp_path, monkeypatch
+):
     monkeypatch.setenv("SIDE_EFFECTS_FILE", str(tmp_path / "effects.jsonl"))
     scripted.script(model, [calls(call("record", label="drop-table")), {"text": "understood"}])
     handle = await start(hitl_agent(model), client, worker, run_id)

@@ -50,12 +50,14 @@ async def test_pending_lists_waiting_runs_and_approve_reject_modify(client, work
         (third.tool_call_id, "echo", '{"text": "hi"}'),
     ]
     assert len(ours) == 3
-    for row, cells in zip(ours, expected):
+    for row, cells in zip(ours, expected, strict=True):
         assert row.split(None, 3)[1:3] == list(cells[:2]) and cells[2] in row
 
     code, out, _ = await run_cli(client, capsys, "approve", run_id, first.tool_call_id, "--approver", "ann")
     assert code == 0 and out.startswith(f"confirm: add call {first.tool_call_id} of run {run_id} by ann")
-    code, out, _ = await run_cli(client, capsys, "modify", run_id, second.tool_call_id, "--params", '{"a": 30, "b": 40}')
+    code, out, _ = await run_cli(
+        client, capsys, "modify", run_id, second.tool_call_id, "--params", '{"a": 30, "b": 40}'
+    )
     assert code == 0 and out.startswith("modify: add")
     code, out, _ = await run_cli(client, capsys, "reject", run_id, third.tool_call_id, "--feedback", "no echo today")
     assert code == 0 and out.startswith("reject: echo")
@@ -83,7 +85,9 @@ async def test_cli_errors_are_clear(client, worker, scripted, model, run_id, cap
     assert code == 1 and "No pending confirmation for tool call 'call_999'" in err
     code, _, err = await run_cli(client, capsys, "modify", run_id, pending.tool_call_id, "--params", "{not json")
     assert code == 2 and "not valid JSON" in err
-    code, _, err = await run_cli(client, capsys, "modify", run_id, pending.tool_call_id, "--params", '{"a": "x", "b": 1}')
+    code, _, err = await run_cli(
+        client, capsys, "modify", run_id, pending.tool_call_id, "--params", '{"a": "x", "b": 1}'
+    )
     assert code == 1 and "do not match its JSON schema" in err and "'x' is not of type 'integer'" in err
 
     assert [p.tool_call_id for p in await handle.pending_confirmations()] == [pending.tool_call_id]

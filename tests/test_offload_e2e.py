@@ -37,15 +37,26 @@ async def test_multi_megabyte_results_are_offloaded_and_paged_back(client, scrip
     scripted.script(
         model,
         [
-            {"tool_calls": [
-                {"name": "big_text", "arguments": {"size": FIVE_MB}, "id": "c5"},
-                {"name": "big_text", "arguments": {"size": TWENTY_MB}, "id": "c20"},
-            ]},
-            {"tool_calls": [
-                {"name": "read_tool_result", "arguments": {"reference": reference_20, "start": 19_999_990}, "id": "r1"},
-                {"name": "read_tool_result", "id": "r2",
-                 "arguments": {"reference": reference_5, "start": 4096, "end": 4196}},
-            ]},
+            {
+                "tool_calls": [
+                    {"name": "big_text", "arguments": {"size": FIVE_MB}, "id": "c5"},
+                    {"name": "big_text", "arguments": {"size": TWENTY_MB}, "id": "c20"},
+                ]
+            },
+            {
+                "tool_calls": [
+                    {
+                        "name": "read_tool_result",
+                        "arguments": {"reference": reference_20, "start": 19_999_990},
+                        "id": "r1",
+                    },
+                    {
+                        "name": "read_tool_result",
+                        "id": "r2",
+                        "arguments": {"reference": reference_5, "start": 4096, "end": 4196},
+                    },
+                ]
+            },
             {"text": "done"},
         ],
     )
@@ -69,8 +80,11 @@ async def test_multi_megabyte_results_are_offloaded_and_paged_back(client, scrip
     assert big_text_content(100) in second
 
     # read_tool_result paged the stored results back.
-    read_back = [m.tool_call_result.result for m in result.messages if m.tool_call_result
-                 and m.tool_call_result.origin.tool_name == "read_tool_result"]
+    read_back = [
+        m.tool_call_result.result
+        for m in result.messages
+        if m.tool_call_result and m.tool_call_result.origin.tool_name == "read_tool_result"
+    ]
     assert read_back == [big_text_content(TWENTY_MB)[19_999_990:], big_text_content(FIVE_MB)[4096:4196]]
 
     # The full results are in S3, under the run's own prefix.

@@ -43,12 +43,18 @@ def call(name: str, call_id: str | None) -> ToolCall:
     return ToolCall(tool_name=name, arguments={}, id=call_id)
 
 
-def step_state(results: list[tuple[str, str | None, str, bool]], history: list[ChatMessage] | None = None,
-               step: int = 3, hook_context: dict[str, Any] | None = None) -> State:
+def step_state(
+    results: list[tuple[str, str | None, str, bool]],
+    history: list[ChatMessage] | None = None,
+    step: int = 3,
+    hook_context: dict[str, Any] | None = None,
+) -> State:
     """A State whose messages end with one assistant turn and its tool results (name, id, text, error)."""
     calls = [call(name, call_id) for name, call_id, _, _ in results]
     messages = [*(history or []), ChatMessage.from_user("go"), ChatMessage.from_assistant(tool_calls=calls)]
-    messages += [ChatMessage.from_tool(text, origin=c, error=err) for c, (_, _, text, err) in zip(calls, results)]
+    messages += [
+        ChatMessage.from_tool(text, origin=c, error=err) for c, (_, _, text, err) in zip(calls, results, strict=True)
+    ]
     return State(data={"messages": messages, "step_count": step, "hook_context": hook_context or {}})
 
 
@@ -69,8 +75,9 @@ def test_routing_most_specific_key_wins(tmp_path: Path) -> None:
     assert isinstance(hook.policy_for("a"), NeverOffload)
     assert isinstance(hook.policy_for("b"), AlwaysOffload)
     assert isinstance(hook.policy_for("zzz"), OffloadOverChars)
-    state = step_state([("a", "1", "x" * 100, False), ("b", "2", "y", False),
-                        ("c", "3", "z" * 10, False), ("c", "4", "z" * 11, False)])
+    state = step_state(
+        [("a", "1", "x" * 100, False), ("b", "2", "y", False), ("c", "3", "z" * 10, False), ("c", "4", "z" * 11, False)]
+    )
     hook.run(state)
     assert set(offloaded(state)) == {"2", "4"}  # a opted out; c offloads only strictly over 10
 
@@ -86,8 +93,9 @@ def test_no_matching_key_means_no_offload(tmp_path: Path) -> None:
 def test_errors_and_empty_results_stay_in_context(tmp_path: Path) -> None:
     hook = ToolResultOffloadHook(FileSystemToolResultStore(tmp_path), {"*": AlwaysOffload()})
     rejection = "Tool call rejected by user: no"
-    state = step_state([("a", "1", "boom " * 100, True), ("b", "2", rejection, True), ("c", "3", "", False),
-                        ("d", "4", "fine", False)])
+    state = step_state(
+        [("a", "1", "boom " * 100, True), ("b", "2", rejection, True), ("c", "3", "", False), ("d", "4", "fine", False)]
+    )
     hook.run(state)
     assert set(offloaded(state)) == {"4"}
     results = [m.tool_call_result for m in state.messages if m.tool_call_result]
@@ -122,8 +130,10 @@ def test_only_the_trailing_block_is_considered(tmp_path: Path) -> None:
 def test_per_run_store_from_hook_context_wins(tmp_path: Path) -> None:
     default_root, run_root = tmp_path / "default", tmp_path / "per-run"
     hook = ToolResultOffloadHook(FileSystemToolResultStore(default_root), {"*": AlwaysOffload()})
-    state = step_state([("a", "1", "payload", False)],
-                       hook_context={RESULT_STORE_CONTEXT_KEY: FileSystemToolResultStore(run_root).to_dict()})
+    state = step_state(
+        [("a", "1", "payload", False)],
+        hook_context={RESULT_STORE_CONTEXT_KEY: FileSystemToolResultStore(run_root).to_dict()},
+    )
     hook.run(state)
     reference = offloaded(state)["1"]
     assert Path(reference).is_relative_to(run_root) and Path(reference).read_text() == "payload"
@@ -136,10 +146,15 @@ def test_per_run_store_from_hook_context_wins(tmp_path: Path) -> None:
 def test_id_less_parallel_calls_never_collide(tmp_path: Path) -> None:
     hook = ToolResultOffloadHook(FileSystemToolResultStore(tmp_path), {"*": AlwaysOffload()})
     # Two id-less calls of one tool, plus ids chosen to look like the fallback and like separators.
-    state = step_state([
-        ("fetch", None, "first", False), ("fetch", None, "second", False), ("fetch", "@0", "third", False),
-        ("fetch_x", "y", "fourth", False), ("fetch", "x_y", "fifth", False),
-    ])
+    state = step_state(
+        [
+            ("fetch", None, "first", False),
+            ("fetch", None, "second", False),
+            ("fetch", "@0", "third", False),
+            ("fetch_x", "y", "fourth", False),
+            ("fetch", "x_y", "fifth", False),
+        ]
+    )
     tasks = hook.plan(state)
     assert len({t.key for t in tasks}) == 5
     hook.run(state)

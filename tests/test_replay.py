@@ -66,7 +66,12 @@ async def record(address: str) -> None:
         scripted.script(
             model,
             [
-                {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}, {"name": "echo", "arguments": {"text": "x"}}]},
+                {
+                    "tool_calls": [
+                        {"name": "add", "arguments": {"a": 1, "b": 2}},
+                        {"name": "echo", "arguments": {"text": "x"}},
+                    ]
+                },
                 {"tool_calls": [{"name": "add", "arguments": '{"a": 1'}]},
                 {"text": "first"},
                 {"text": "second"},
@@ -75,7 +80,9 @@ async def record(address: str) -> None:
         hooks = {**ALL_TRACE_HOOKS, "on_exit": [t.trace_on_exit, t.continue_once]}
         agent = Agent(model=model, tools=[t.add, t.echo], hooks=hooks, state_schema=TRACE, system_prompt="sys")
         async with create_worker(client, tools=t.TEST_TOOLS, task_queue="record"):
-            handle = await agent.start(client, [ChatMessage.from_user("go")], run_id="replay-run-loop", task_queue="record")
+            handle = await agent.start(
+                client, [ChatMessage.from_user("go")], run_id="replay-run-loop", task_queue="record"
+            )
             await handle.result()
             history = await handle.workflow.fetch_history()
         write_history(RUN_LOOP_HISTORY, "replay-run-loop", history)
@@ -86,15 +93,24 @@ async def record(address: str) -> None:
         scripted.script(
             model,
             [
-                {"tool_calls": [{"name": "big_text", "arguments": {"size": 5000}}, {"name": "echo", "arguments": {"text": "x"}}]},
+                {
+                    "tool_calls": [
+                        {"name": "big_text", "arguments": {"size": 5000}},
+                        {"name": "echo", "arguments": {"text": "x"}},
+                    ]
+                },
                 {"tool_calls": [{"name": "big_text", "arguments": {"size": 300}}]},
                 {"text": "done"},
             ],
         )
-        offload = ToolResultOffloadHook(S3ToolResultStore(os.environ["TOOL_RESULTS_BUCKET"]), {"big_text": OffloadOverChars(1000)})
+        offload = ToolResultOffloadHook(
+            S3ToolResultStore(os.environ["TOOL_RESULTS_BUCKET"]), {"big_text": OffloadOverChars(1000)}
+        )
         agent = Agent(model=model, tools=[t.big_text, t.echo], hooks={"after_tool": [offload]})
         async with create_worker(client, tools=t.TEST_TOOLS, task_queue="record"):
-            handle = await agent.start(client, [ChatMessage.from_user("go")], run_id="replay-offload", task_queue="record")
+            handle = await agent.start(
+                client, [ChatMessage.from_user("go")], run_id="replay-offload", task_queue="record"
+            )
             result = await handle.result()
             assert "tool_result_offloaded" in result.messages[2].meta
             write_history(OFFLOAD_HISTORY, "replay-offload", await handle.workflow.fetch_history())

@@ -99,7 +99,17 @@ async def test_natural_exit_wins_over_stop_run_in_same_step(client, worker, scri
 
 
 async def test_max_agent_steps_skips_on_exit_but_after_run_runs(client, worker, scripted, model, run_id):
-    scripted.script(model, [call("add", a=1, b=1, ), call("add", a=1, b=1)])
+    scripted.script(
+        model,
+        [
+            call(
+                "add",
+                a=1,
+                b=1,
+            ),
+            call("add", a=1, b=1),
+        ],
+    )
     agent = Agent(model=model, tools=[t.add], hooks=ALL_TRACE_HOOKS, state_schema=TRACE, max_agent_steps=2)
     result = await run(client, worker, run_id, agent)
     assert result.exit_reason == "max_agent_steps"

@@ -23,7 +23,9 @@ async def wait_for_lines(path, count, timeout=30.0):
 async def test_run_survives_server_restart(tmp_path, scripted, model, run_id, monkeypatch):
     side_effects = tmp_path / "effects.jsonl"
     monkeypatch.setenv("SIDE_EFFECTS_FILE", str(side_effects))
-    scripted.script(model, [{"tool_calls": [{"name": "record", "arguments": {"label": "slow", "seconds": 3}}]}, {"text": "done"}])
+    scripted.script(
+        model, [{"tool_calls": [{"name": "record", "arguments": {"label": "slow", "seconds": 3}}]}, {"text": "done"}]
+    )
     server = TemporalDevServer(tmp_path / "temporal.db", with_ui=False, log_file=tmp_path / "temporal.log").start()
     try:
         client = await connect(server.address)

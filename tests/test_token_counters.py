@@ -14,8 +14,7 @@ import pytest
 
 from agent.messages import ChatMessage
 from agent.tools import ToolSpec
-from hooks.compaction import ApproximateTokenCounter, TiktokenTokenCounter, TokenCounter
-from hooks.compaction import encodings
+from hooks.compaction import ApproximateTokenCounter, TiktokenTokenCounter, TokenCounter, encodings
 from hooks.serialization import object_from_dict
 from tests.compaction_support import random_conversation, step
 

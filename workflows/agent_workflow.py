@@ -315,7 +315,10 @@ class AgentWorkflow(ConfirmationHandlers):
 
     def _should_continue_as_new(self, agent: Agent) -> bool:
         info = workflow.info()
-        return info.is_continue_as_new_suggested() or info.get_current_history_length() >= agent.continue_as_new_after_events
+        return (
+            info.is_continue_as_new_suggested()
+            or info.get_current_history_length() >= agent.continue_as_new_after_events
+        )
 
     def _snapshot_input(self, agent: Agent, run_input: AgentRunInput) -> AgentRunInput:
         state = self._require_context().state

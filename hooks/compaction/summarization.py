@@ -281,8 +281,7 @@ class SummarizationCompactor:
         if self.raise_on_failure:
             raise error
         run_logger().warning(
-            "Summarising the conversation for context compaction failed; keeping the last successful result. "
-            "Error: %s",
+            "Summarising the conversation for context compaction failed; keeping the last successful result. Error: %s",
             error,
         )
 

@@ -31,7 +31,6 @@ DESK_KEY = "confirmations"
 WAITING_FOR_APPROVAL = SearchAttributeKey.for_bool("AgentWaitingForApproval")
 
 
-
 class DecisionError(ValueError):
     """A decision the desk refuses (unknown or decided call, bad action, bad arguments)."""
 
@@ -188,4 +187,3 @@ def schema_errors(schema: dict[str, Any], params: Any) -> list[str]:
         where = ".".join(str(p) for p in error.path) or "(arguments)"
         problems.append(f"{where}: {error.message}")
     return problems
-

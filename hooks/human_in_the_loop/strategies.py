@@ -162,7 +162,7 @@ class DurableConfirmationStrategy:
             )
             decision, record = desk.decision(tool_call_id)  # type: ignore[misc]
             timed_out = False
-        except asyncio.TimeoutError:
+        except TimeoutError:
             feedback = TIMEOUT_FEEDBACK_TEMPLATE.format(timeout=describe_timedelta(self.timeout))
             decision, record = desk.time_out(tool_call_id, self.on_timeout, feedback)
             timed_out = True

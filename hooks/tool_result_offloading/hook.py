@@ -199,7 +199,9 @@ class ToolResultOffloadHook:
             tasks.append(OffloadTask(start + position, key, result.result))
         return tasks
 
-    def activity_offload(self, state: State, tool_name: str, call_id: str | None, position: int) -> OffloadInstruction | None:
+    def activity_offload(
+        self, state: State, tool_name: str, call_id: str | None, position: int
+    ) -> OffloadInstruction | None:
         """Let the tool activity offload this call's result itself (the run loop asks before each call).
 
         Only for tools whose policy decides from the result alone (``decides_without_state``), so

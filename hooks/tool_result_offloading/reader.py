@@ -48,9 +48,7 @@ def select_range(
     if len(part) <= limit:
         return part
     return (
-        part[:limit]
-        + f"\n[cut at {limit} characters; the result has {total}. "
-        f"Continue with start={offset + limit}.]"
+        part[:limit] + f"\n[cut at {limit} characters; the result has {total}. Continue with start={offset + limit}.]"
     )
 
 

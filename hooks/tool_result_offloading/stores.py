@@ -173,9 +173,7 @@ class S3ToolResultStore:
 
     def for_run(self, run_id: str) -> S3ToolResultStore:
         """A copy that writes and reads only under ``{prefix}/{run id}/``."""
-        return S3ToolResultStore(
-            self.bucket, self.prefix, self.server_side_encryption, self.kms_key_id, run_id=run_id
-        )
+        return S3ToolResultStore(self.bucket, self.prefix, self.server_side_encryption, self.kms_key_id, run_id=run_id)
 
     @property
     def run_prefix(self) -> str:
