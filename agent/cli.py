@@ -6,9 +6,13 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 import uuid
 from pathlib import Path
+
+from temporalio.client import WorkflowFailureError
+from temporalio.service import RPCError, RPCStatusCode
 
 from agent.client import connect, get_run
 from agent.messages import ChatMessage
@@ -64,12 +68,15 @@ async def cmd_dev(args: argparse.Namespace) -> int:
         )
         print(f"Env for other shells: source {stack.write_env_file()}")
         client = await connect(stack.temporal.address)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
         try:
             async with create_worker(client, tools=DEMO_TOOLS, task_queue=args.task_queue):
                 print(f"Worker polling task queue '{args.task_queue}'. Ctrl-C stops everything.", flush=True)
-                await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            pass
+                await stop.wait()
+                print("stopping the worker, the Temporal server and S3 ...", flush=True)
         finally:
             if scripted is not None:
                 scripted.stop()
@@ -131,12 +138,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _root_cause(exc: BaseException) -> str:
+    """The innermost failure message of a workflow failure chain (what went wrong, not where)."""
+    messages = []
+    while exc is not None:
+        messages.append(str(exc))
+        exc = getattr(exc, "cause", None)
+    return messages[-2] if len(messages) > 1 and "Error code" in messages[-1] else messages[-1]
+
+
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         code = asyncio.run(args.handler(args))
     except KeyboardInterrupt:
         code = 130
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            print(f"agent: error: no such run ({exc.message})", file=sys.stderr)
+        else:
+            print(f"agent: error: Temporal answered {exc.status.name}: {exc.message}", file=sys.stderr)
+        code = 1
+    except WorkflowFailureError as exc:
+        print(f"agent: the run failed: {_root_cause(exc)}", file=sys.stderr)
+        code = 1
     except (RuntimeError, ValueError, ConnectionError) as exc:
         print(f"agent: error: {exc}", file=sys.stderr)
         code = 1
