@@ -23,6 +23,17 @@ from worker import create_worker
 TEST_TASK_QUEUE = "tests"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """History recorders (marked ``recorder``) rewrite committed files: they are not tests, so
+    they are deselected unless ``RECORD_HITL_HISTORIES=1`` asks for them."""
+    if os.environ.get("RECORD_HITL_HISTORIES") == "1":
+        return
+    recorders = [item for item in items if item.get_closest_marker("recorder")]
+    if recorders:
+        config.hook.pytest_deselected(items=recorders)
+        items[:] = [item for item in items if not item.get_closest_marker("recorder")]
+
+
 @pytest.fixture(scope="session")
 def scripted() -> Iterator[ScriptedModelServer]:
     """The scripted model; the worker's OPENAI_BASE_URL points at it (never at a real model)."""

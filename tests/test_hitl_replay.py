@@ -9,7 +9,6 @@ A change to the run loop or the confirmation hook that would break runs waiting 
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -25,14 +24,13 @@ from workflows.agent_workflow import AgentWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 PATHS = ("confirm", "reject", "modify", "timeout")
-RECORDING = os.environ.get("RECORD_HITL_HISTORIES") == "1"
 
 
 def history_file(path: str) -> Path:
     return HISTORIES / f"hitl_{path}.json"
 
 
-@pytest.mark.skipif(not RECORDING, reason="set RECORD_HITL_HISTORIES=1 to re-record the histories")
+@pytest.mark.recorder  # collected only with RECORD_HITL_HISTORIES=1 (see tests/conftest.py)
 @pytest.mark.parametrize("path", PATHS)
 async def test_record_history(path, client, worker, scripted, model, run_id):
     scripted.script(model, [calls(call("add", a=1, b=2), call("echo", text="hi")), {"text": "done"}])
