@@ -130,12 +130,13 @@ async def run_demo(data_dir: Path) -> int:
                 f"run {run_id} started; follow it in the Temporal UI too: {stack.temporal.ui_url}/namespaces/default/workflows/{run_id}"
             )
             await follow_and_crash(handle, worker, ledger)
-            result = await handle.result()
+            code = report(await handle.result(), ledger)
         finally:
+            say("stopping the worker, the Temporal server and S3")
             worker.stop()
             if scripted is not None:
                 scripted.stop()
-    return report(result, ledger)
+    return code
 
 
 async def follow_and_crash(handle, worker: WorkerProcess, ledger: Path) -> None:
@@ -167,7 +168,10 @@ async def wait_for_progress(handle, ledger: Path, completed_before: int, crash_a
         if (await handle.status()).done:
             return
         await asyncio.sleep(0.1)
-    say(f"  the interrupted tool call completed on worker #2, {time.monotonic() - crash_at:.1f} s after the kill")
+    say(
+        f"  the interrupted tool call completed on worker #2, {time.monotonic() - crash_at:.1f} s after the kill "
+        "(the tool itself takes 2 s)"
+    )
 
 
 def report(result, ledger: Path) -> int:
@@ -175,10 +179,13 @@ def report(result, ledger: Path) -> int:
         f"run finished: exit_reason={result.exit_reason}, steps={result.step_count}, tool calls={result.tool_call_counts}"
     )
     say(f"final answer: {result.last_message.text}")
-    effects = Counter(e["key"] for e in read_ledger(ledger))
+    entries = read_ledger(ledger)
+    effects = Counter(e["key"] for e in entries)
+    attempts = {e["key"]: e["attempt"] for e in entries}
     say("side effects per tool call (idempotency key -> times it ran to completion):")
     for key, times in effects.items():
-        say(f"  {key}: {times}")
+        retried = f"  (completed on attempt {attempts[key]}, after the crash)" if attempts[key] > 1 else ""
+        say(f"  {key}: {times}{retried}")
     expected = sum(result.tool_call_counts.values())
     ok = result.exit_reason == "text" and len(effects) == expected and all(n == 1 for n in effects.values())
     say("OK: every tool call completed exactly once despite the crash" if ok else "FAILED: see the counts above")
