@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from pydantic import TypeAdapter
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
@@ -294,6 +295,10 @@ class AgentWorkflow(ConfirmationHandlers):
             data = dict(run_input.snapshot.state)
             data["messages"] = [ChatMessage.model_validate(m) for m in data.get("messages", [])]
             data["tools"] = list(agent.tool_specs)
+            # The snapshot went through JSON: give state_schema keys their declared types back.
+            for key, definition in agent.state_schema.items():
+                if data.get(key) is not None:
+                    data[key] = TypeAdapter(definition["type"]).validate_python(data[key])
             return State(schema=agent.state_schema, data=data)
         messages = list(run_input.messages)
         if agent.system_prompt and not (messages and messages[0].role.value == "system"):
@@ -323,12 +328,15 @@ class AgentWorkflow(ConfirmationHandlers):
     def _snapshot_input(self, agent: Agent, run_input: AgentRunInput) -> AgentRunInput:
         state = self._require_context().state
         data = {k: v for k, v in state.data.items() if k != "tools"}
+        # Carry only a stored prefix the messages still start with: a hook may have rewritten the
+        # stored reply since (a confirmation that modified a call), and the next run cannot tell.
+        head, tail = self._conversation.request(state.data["messages"])
         snapshot = RunSnapshot(
             state=data,
             hook_memory={key: hook.snapshot() for key, hook in self._hooks_with_memory(agent).items()},
             hook_token_usage=hook_token_usage(),
             continuations=self._continuations + 1,
-            conversation=self._conversation.last_boundary(),
+            conversation=None if head is None else (len(state.data["messages"]) - len(tail), head),
         )
         return AgentRunInput(agent=run_input.agent, hook_context=run_input.hook_context, snapshot=snapshot)
 

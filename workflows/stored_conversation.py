@@ -47,7 +47,3 @@ class StoredConversation:
             return
         self._covered = [*sent, reply]
         self._boundaries.append((len(self._covered), head))
-
-    def last_boundary(self) -> tuple[int, str] | None:
-        """The longest stored prefix, to carry across continue-as-new."""
-        return self._boundaries[-1] if self._boundaries else None
