@@ -15,6 +15,7 @@ from agent.settings import Settings
 
 if TYPE_CHECKING:
     from agent.agent import Agent
+    from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
 
 WORKFLOW_TYPE = "AgentWorkflow"
 
@@ -54,7 +55,7 @@ class AgentRunHandle:
 
     # -- confirmations (hooks.human_in_the_loop) ----------------------------------------------
 
-    async def pending_confirmations(self) -> list[Any]:
+    async def pending_confirmations(self) -> list[PendingConfirmation]:
         """The tool calls waiting for a person (``PendingConfirmation``), oldest first.
 
         :raises hooks.human_in_the_loop.client.UnknownRunError: No such run.
@@ -63,7 +64,7 @@ class AgentRunHandle:
 
         return await query_pending(self.workflow)
 
-    async def decide(self, decision: Any) -> Any:
+    async def decide(self, decision: ToolDecision) -> DecisionRecord:
         """Send a ``ToolDecision`` by the validated Update; returns its ``DecisionRecord``.
 
         :raises hooks.human_in_the_loop.client.DecisionRefusedError: Unknown or decided call, bad
@@ -74,13 +75,13 @@ class AgentRunHandle:
 
         return await submit_decision(self.workflow, decision)
 
-    async def confirm(self, call_id: str, approver: str | None = None) -> Any:
+    async def confirm(self, call_id: str, approver: str | None = None) -> DecisionRecord:
         """Run the pending call ``call_id`` as requested."""
         from hooks.human_in_the_loop.dataclasses import ToolDecision
 
         return await self.decide(ToolDecision(tool_call_id=call_id, action="confirm", approver=approver))
 
-    async def reject(self, call_id: str, feedback: str | None = None, approver: str | None = None) -> Any:
+    async def reject(self, call_id: str, feedback: str | None = None, approver: str | None = None) -> DecisionRecord:
         """Do not run ``call_id``; the model is told, with ``feedback``."""
         from hooks.human_in_the_loop.dataclasses import ToolDecision
 
@@ -88,7 +89,9 @@ class AgentRunHandle:
             ToolDecision(tool_call_id=call_id, action="reject", feedback=feedback, approver=approver)
         )
 
-    async def modify(self, call_id: str, new_tool_params: dict[str, Any], approver: str | None = None) -> Any:
+    async def modify(
+        self, call_id: str, new_tool_params: dict[str, Any], approver: str | None = None
+    ) -> DecisionRecord:
         """Run ``call_id`` with ``new_tool_params`` (the complete new arguments) instead."""
         from hooks.human_in_the_loop.dataclasses import ToolDecision
 
