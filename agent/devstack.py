@@ -30,7 +30,7 @@ from collections.abc import MutableMapping
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 LOOPBACK = "127.0.0.1"
 
@@ -191,9 +191,43 @@ class _ManagedProcess:
 
 
 class _ProcessBacked:
-    """PID, liveness and log file of a server run as one managed child process."""
+    """A server run as one managed child process: start, stop, PID, liveness, log file.
+
+    Subclasses provide ``launch()`` and ``wait_ready()``.
+    """
 
     _process: _ManagedProcess
+
+    def launch(self) -> None:
+        raise NotImplementedError
+
+    def wait_ready(self, timeout: float | None = None) -> None:
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        """Launch the server and wait until it is ready. Returns ``self``.
+
+        :raises DevServerError: As ``wait_ready`` (the half-started process is stopped first).
+        """
+        self.launch()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the server by PID (SIGTERM, then SIGKILL after ``timeout`` seconds). Idempotent."""
+        self._process.stop(timeout)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
 
     @property
     def pid(self) -> int | None:
@@ -358,35 +392,10 @@ class TemporalDevServer(_ProcessBacked):
             f"{self._process.log_tail()}"
         )
 
-    def start(self) -> TemporalDevServer:
-        """Launch the server and wait until it is ready. Returns ``self``.
-
-        :raises DevServerError: As :meth:`wait_ready` (the half-started process is stopped first).
-        """
-        self.launch()
-        try:
-            self.wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop the server by PID (SIGTERM, then SIGKILL after ``timeout`` seconds). Idempotent."""
-        self._process.stop(timeout)
-
     def restart(self) -> TemporalDevServer:
         """Stop and start again on the same ports and the same database file."""
         self.stop()
         return self.start()
-
-    def __enter__(self) -> TemporalDevServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
 
 class MotoS3Server(_ProcessBacked):
@@ -471,20 +480,6 @@ class MotoS3Server(_ProcessBacked):
                 resp.read()
         self.startup_seconds = time.monotonic() - getattr(self, "_launched_at", time.monotonic())
 
-    def start(self) -> MotoS3Server:
-        """Launch the server and wait until it is ready. Returns ``self``."""
-        self.launch()
-        try:
-            self.wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop the server by PID (SIGTERM, then SIGKILL after ``timeout`` seconds). Idempotent."""
-        self._process.stop(timeout)
-
     def client(self) -> Any:
         """A boto3 S3 client for this endpoint with the dummy credentials."""
         import boto3
@@ -504,14 +499,6 @@ class MotoS3Server(_ProcessBacked):
             s3.create_bucket(Bucket=name)
         except s3.exceptions.BucketAlreadyOwnedByYou:
             pass
-
-    def __enter__(self) -> MotoS3Server:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
 
 class DevStack:

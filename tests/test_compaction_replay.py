@@ -13,11 +13,9 @@ plan) with: ``python -m tests.test_compaction_replay`` (starts its own dev serve
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -169,17 +167,8 @@ async def record(address: str) -> None:
             )
 
 
-async def _main() -> None:
-    from agent.devstack import DevStack
-
-    with tempfile.TemporaryDirectory() as tmp, DevStack(Path(tmp), with_ui=False, persist_s3=False) as dev:
-        previous = dev.apply_env()
-        try:
-            await record(dev.temporal.address)
-        finally:
-            DevStack.restore_env(previous)
-    print(f"recorded {SUMMARIZATION_HISTORY} and {CONTINUE_AS_NEW_HISTORY}")
-
-
 if __name__ == "__main__":
-    asyncio.run(_main())
+    from tests.history_recording import record_in_dev_stack
+
+    record_in_dev_stack(record)
+    print(f"recorded {SUMMARIZATION_HISTORY} and {CONTINUE_AS_NEW_HISTORY}")

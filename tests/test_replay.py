@@ -6,10 +6,8 @@ versioning plan) with: ``python -m tests.test_replay`` (starts its own dev serve
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -121,17 +119,8 @@ def write_history(path: Path, workflow_id: str, history) -> None:
     path.write_text(json.dumps({"workflow_id": workflow_id, "history": json.loads(history.to_json())}, indent=1))
 
 
-async def _main() -> None:
-    from agent.devstack import DevStack
-
-    with tempfile.TemporaryDirectory() as tmp, DevStack(Path(tmp), with_ui=False, persist_s3=False) as dev:
-        previous = dev.apply_env()
-        try:
-            await record(dev.temporal.address)
-        finally:
-            DevStack.restore_env(previous)
-    print(f"recorded {RUN_LOOP_HISTORY} and {OFFLOAD_HISTORY}")
-
-
 if __name__ == "__main__":
-    asyncio.run(_main())
+    from tests.history_recording import record_in_dev_stack
+
+    record_in_dev_stack(record)
+    print(f"recorded {RUN_LOOP_HISTORY} and {OFFLOAD_HISTORY}")
