@@ -92,12 +92,19 @@ def _refused(exc: ValueError) -> ApplicationError:
     return ApplicationError(str(exc), type=NON_RETRYABLE_STORE_ERROR, non_retryable=True)
 
 
+async def write_to_store(descriptor: dict[str, Any], key: str, content: str) -> str:
+    """Write ``content`` under ``key`` in the store ``descriptor`` names; returns the reference.
+
+    :raises ValueError: For a key the store refuses (outside the run, traversal).
+    """
+    return await asyncio.to_thread(_store(descriptor).write, key=key, content=content)
+
+
 @activity.defn(name=STORE_TOOL_RESULT)
 async def store_tool_result(request: StoreToolResultInput) -> str:
     """Write one result; returns its reference. A bad key is not retried; I/O errors are."""
     try:
-        store = _store(request.store)
-        return await asyncio.to_thread(store.write, key=request.key, content=request.content)
+        return await write_to_store(request.store, request.key, request.content)
     except ValueError as exc:
         raise _refused(exc) from exc
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -10,8 +9,11 @@ from pydantic import BaseModel
 from temporalio import activity
 
 from activities.heartbeat import with_heartbeats
+from activities.tool_results import write_to_store
 from agent.payloads import OffloadInstruction, ToolInvocationInput, ToolInvocationOutput
 from agent.tools import Tool, ToolContext, _tool_context
+from hooks.serialization import object_from_dict
+from hooks.tool_result_offloading.hook import OFFLOADED_META_KEY, pointer_text
 
 
 def result_to_text(result: Any) -> str:
@@ -60,11 +62,13 @@ class ToolActivities:
             idempotency_key=f"{request.run_id}/{call_id}",
             attempt=activity.info().attempt,
         )
-        token = _tool_context.set(context)
         try:
-            result = await with_heartbeats(tool.invoke(call.arguments))
+            arguments = tool.validate_arguments(call.arguments)
         except ValueError as exc:
             return ToolInvocationOutput(result=str(exc), error=True)
+        token = _tool_context.set(context)
+        try:
+            result = await with_heartbeats(tool.invoke(arguments))
         except Exception as exc:  # the model sees the failure and decides what to do
             activity.logger.warning("Tool %s failed: %r", call.tool_name, exc)
             return ToolInvocationOutput(
@@ -83,15 +87,11 @@ async def offload_in_activity(tool_name: str, text: str, instruction: OffloadIns
 
     A failed write keeps the result in the output (nothing is lost); the hook may retry later.
     """
-    from hooks.serialization import object_from_dict
-    from hooks.tool_result_offloading.hook import OFFLOADED_META_KEY, pointer_text
-
     policy = object_from_dict(instruction.policy)
     if not text or not policy.should_offload(tool_name, text, None):
         return ToolInvocationOutput(result=text)
     try:
-        store = object_from_dict(instruction.store)
-        reference = await asyncio.to_thread(store.write, key=instruction.key, content=text)
+        reference = await write_to_store(instruction.store, instruction.key, text)
     except Exception as exc:
         activity.logger.warning("Offloading the result of %s failed; returning it inline: %r", tool_name, exc)
         return ToolInvocationOutput(result=text)

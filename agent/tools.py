@@ -7,6 +7,7 @@ function itself lives on the worker (``create_worker(tools=[...])``) and runs in
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import inspect
 from collections.abc import Callable
@@ -97,13 +98,11 @@ class Tool:
             raise ValueError(f"Invalid arguments for tool '{self.name}': {exc}") from exc
 
     async def invoke(self, arguments: dict[str, Any]) -> Any:
-        """Run the function with validated arguments (sync ones in a thread)."""
-        import asyncio
-
-        kwargs = self.validate_arguments(arguments)
+        """Run the function with arguments already checked by :meth:`validate_arguments`
+        (sync functions in a thread, which copies the tool context)."""
         if self.is_async:
-            return await self.function(**kwargs)
-        return await asyncio.to_thread(self.function, **kwargs)
+            return await self.function(**arguments)
+        return await asyncio.to_thread(self.function, **arguments)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.function(*args, **kwargs)
