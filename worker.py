@@ -17,6 +17,7 @@ from temporalio.worker import Worker
 
 from activities.model import ModelActivities
 from activities.notifications import NOTIFICATION_ACTIVITIES
+from activities.tool_results import TOOL_RESULT_ACTIVITIES
 from activities.tools import ToolActivities
 from agent.plugin import AgentPlugin
 from agent.settings import Settings
@@ -28,14 +29,6 @@ from workflows.agent_workflow import AgentWorkflow
 #: every second) cover in-flight model and tool calls; see workflows/calls.py.
 STICKY_SCHEDULE_TO_START = timedelta(seconds=1)
 HEARTBEAT_THROTTLE = timedelta(seconds=1)
-
-
-def _store_activities() -> list[Any]:
-    try:
-        from activities.tool_results import TOOL_RESULT_ACTIVITIES
-    except ImportError:  # the offloading package is optional for a bare worker
-        return []
-    return list(TOOL_RESULT_ACTIVITIES)
 
 
 def create_worker(
@@ -76,7 +69,12 @@ def create_worker(
         client,
         task_queue=task_queue or Settings.from_env().task_queue,
         workflows=[AgentWorkflow, *(extra_workflows or [])],
-        activities=[model.chat_completion, tool_activities.invoke_tool, *_store_activities(), *NOTIFICATION_ACTIVITIES],
+        activities=[
+            model.chat_completion,
+            tool_activities.invoke_tool,
+            *TOOL_RESULT_ACTIVITIES,
+            *NOTIFICATION_ACTIVITIES,
+        ],
         plugins=plugins,
         **options,
     )

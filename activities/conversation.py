@@ -77,17 +77,17 @@ class ConversationStore:
     def _key(self, digest: str) -> str:
         return f"{self.prefix}/{digest}.json"
 
-    def put(self, parent: str | None, messages: list[ChatMessage]) -> tuple[str, int]:
-        """Store a segment; returns its digest (the new head) and the bytes written (0 if known)."""
+    def put(self, parent: str | None, messages: list[ChatMessage]) -> str:
+        """Store a segment (unless this process already did); returns its digest, the new head."""
         segment = ConversationSegment(parent=parent, messages=messages)
         data = segment.model_dump_json().encode()
         digest = hashlib.sha256(data).hexdigest()
         with self._lock:
             if digest in self._cache:
-                return digest, 0
+                return digest
         self.client.put_object(Bucket=self.bucket, Key=self._key(digest), Body=data, ContentType="application/json")
         self._remember(digest, segment, len(data))
-        return digest, len(data)
+        return digest
 
     def load(self, head: str) -> list[ChatMessage]:
         """The whole conversation ending at ``head``.
@@ -115,13 +115,11 @@ class ConversationStore:
         self._remember_flat(head, messages)
         return list(messages)
 
-    def extend(
-        self, head: str | None, parent_messages: list[ChatMessage], new_messages: list[ChatMessage]
-    ) -> tuple[str, int]:
-        """Store ``new_messages`` after ``head`` and cache the flattened result."""
-        digest, written = self.put(head, new_messages)
+    def extend(self, head: str | None, parent_messages: list[ChatMessage], new_messages: list[ChatMessage]) -> str:
+        """Store ``new_messages`` after ``head`` and cache the flattened result; returns the new head."""
+        digest = self.put(head, new_messages)
         self._remember_flat(digest, parent_messages + new_messages)
-        return digest, written
+        return digest
 
     def _segment(self, digest: str) -> ConversationSegment:
         with self._lock:

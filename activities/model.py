@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from datetime import timedelta
 from typing import Any
 
 import openai
@@ -18,10 +19,9 @@ from temporalio.exceptions import ApplicationError
 from activities.conversation import ConversationStore
 from activities.heartbeat import with_heartbeats
 from agent.messages import ChatMessage, ChatRole, ToolCall
-from agent.payloads import ModelCallInput, ModelCallOutput, TokenUsage
+from agent.payloads import NON_RETRYABLE_MODEL_ERROR, ModelCallInput, ModelCallOutput, TokenUsage
 from agent.tools import ToolSpec
 
-NON_RETRYABLE_MODEL_ERROR = "ModelClientError"
 #: Status codes no retry can fix: bad request, bad key, forbidden, unknown model, unprocessable.
 CLIENT_ERROR_STATUSES = frozenset({400, 401, 403, 404, 422})
 
@@ -140,10 +140,9 @@ class ModelActivities:
             raise _classify(exc) from exc
         output = from_openai_response(response)
         if self.conversations is not None and request.purpose == "agent":
-            head, _ = await asyncio.to_thread(
+            output.conversation_head = await asyncio.to_thread(
                 self.conversations.extend, request.conversation_head, history, [*request.messages, output.message]
             )
-            output.conversation_head = head
         return output
 
     async def _stored_history(self, head: str | None) -> list[ChatMessage]:
@@ -172,8 +171,6 @@ def _classify(exc: openai.APIStatusError) -> Exception:
     retry_after = exc.response.headers.get("retry-after") if exc.response is not None else None
     if retry_after:
         try:
-            from datetime import timedelta
-
             delay = timedelta(seconds=float(retry_after))
         except ValueError:
             delay = None

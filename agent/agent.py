@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent.messages import ChatMessage
+from agent.settings import DEFAULT_TASK_QUEUE
 from agent.state import state_schema_from_dict, state_schema_to_dict, validate_state_schema
 from agent.tools import Tool, ToolSpec
 from hooks.protocol import VALID_HOOK_POINTS, Hook, HookPoint
@@ -14,8 +15,6 @@ if TYPE_CHECKING:
     from temporalio.client import Client
 
     from agent.client import AgentRunHandle
-
-DEFAULT_TASK_QUEUE = "agent"
 
 
 def _hook_name(hook: Any) -> str:

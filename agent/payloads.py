@@ -9,6 +9,10 @@ from pydantic import BaseModel, Field
 from agent.messages import ChatMessage, ToolCall
 from agent.tools import ToolSpec
 
+#: ``ApplicationError.type`` of model failures retrying cannot fix (HTTP 400/401/403/404/422);
+#: the model activity raises it and the workflow's retry policy lists it as non-retryable.
+NON_RETRYABLE_MODEL_ERROR = "ModelClientError"
+
 
 class TokenUsage(BaseModel):
     """Token counts of one model call or a sum of them."""

@@ -31,8 +31,6 @@ from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import httpx
-
 LABEL = "scripted-model"
 
 
@@ -227,12 +225,6 @@ class ScriptedModelServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def script_remote(base_url: str, model: str, responses: list[dict[str, Any]]) -> None:
-    """Script a server running in another process (``base_url`` as in ``OPENAI_BASE_URL``)."""
-    root = base_url.removesuffix("/v1")
-    httpx.put(f"{root}/_scripted/scripts/{model}", json={"responses": responses}, timeout=10).raise_for_status()
 
 
 def main() -> None:

@@ -6,6 +6,8 @@ import os
 
 from pydantic import BaseModel
 
+DEFAULT_TASK_QUEUE = "agent"
+
 
 class Settings(BaseModel):
     """Where to find Temporal and which queue to use.
@@ -18,12 +20,12 @@ class Settings(BaseModel):
 
     temporal_address: str = "localhost:7233"
     temporal_namespace: str = "default"
-    task_queue: str = "agent"
+    task_queue: str = DEFAULT_TASK_QUEUE
 
     @classmethod
     def from_env(cls) -> Settings:
         return cls(
             temporal_address=os.environ.get("TEMPORAL_ADDRESS", "localhost:7233"),
             temporal_namespace=os.environ.get("TEMPORAL_NAMESPACE", "default"),
-            task_queue=os.environ.get("AGENT_TASK_QUEUE", "agent"),
+            task_queue=os.environ.get("AGENT_TASK_QUEUE", DEFAULT_TASK_QUEUE),
         )

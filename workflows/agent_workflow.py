@@ -26,7 +26,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from agent.state import State, replace_values
     from hooks.protocol import AFTER_RUN, AFTER_TOOL, BEFORE_LLM, BEFORE_RUN, BEFORE_TOOL, ON_EXIT
-    from workflows.calls import call_model, call_tool, hook_token_usage, reset_hook_token_usage
+    from workflows.calls import call_model, call_tool, reset_hook_token_usage
     from workflows.run_context import RunContext, set_current_run
     from workflows.stored_conversation import StoredConversation
 
@@ -334,7 +334,7 @@ class AgentWorkflow(ConfirmationHandlers):
         snapshot = RunSnapshot(
             state=data,
             hook_memory={key: hook.snapshot() for key, hook in self._hooks_with_memory(agent).items()},
-            hook_token_usage=hook_token_usage(),
+            hook_token_usage=self._hook_usage[0],
             continuations=self._continuations + 1,
             conversation=None if head is None else (len(state.data["messages"]) - len(tail), head),
         )
@@ -349,7 +349,7 @@ class AgentWorkflow(ConfirmationHandlers):
             exit_reason=data.get("exit_reason"),
             step_count=data.get("step_count", 0),
             token_usage=data.get("token_usage") or {},
-            hook_token_usage=hook_token_usage(),
+            hook_token_usage=self._hook_usage[0],
             tool_call_counts=data.get("tool_call_counts") or {},
             state={key: data[key] for key in agent.state_schema if key in data},
             continuations=self._continuations,

@@ -14,13 +14,17 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from agent.payloads import ModelCallInput, ModelCallOutput, TokenUsage, ToolInvocationInput, ToolInvocationOutput
+    from agent.payloads import (
+        NON_RETRYABLE_MODEL_ERROR,
+        ModelCallInput,
+        ModelCallOutput,
+        TokenUsage,
+        ToolInvocationInput,
+        ToolInvocationOutput,
+    )
 
 CHAT_COMPLETION = "chat_completion"
 INVOKE_TOOL = "invoke_tool"
-
-#: Error type raised by activities for failures that retrying cannot fix (HTTP 400/401/403/404/422).
-NON_RETRYABLE_MODEL_ERROR = "ModelClientError"
 
 HEARTBEAT_TIMEOUT = timedelta(seconds=3)
 
