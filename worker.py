@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 from datetime import timedelta
 from typing import Any
@@ -92,6 +93,7 @@ async def run_worker(tools: list[Tool], task_queue: str | None = None) -> None:
         loop.add_signal_handler(sig, stop.set)
     async with worker:
         logging.getLogger(__name__).info("worker polling task queue %r", worker.task_queue)
+        print(f"worker ready {os.getpid()}", flush=True)  # for supervisors and tests waiting on start-up
         await stop.wait()
 
 

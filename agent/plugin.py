@@ -4,8 +4,6 @@ integration ship one)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from temporalio.plugin import SimplePlugin
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -18,8 +16,9 @@ PASSTHROUGH_MODULES = ("agent", "hooks", "workflows.calls", "workflows.run_conte
 
 def workflow_runner() -> SandboxedWorkflowRunner:
     """The sandbox runner with this project's pass-through modules."""
-    restrictions = SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
-    return SandboxedWorkflowRunner(restrictions=dataclasses.replace(restrictions))
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
+    )
 
 
 class AgentPlugin(SimplePlugin):

@@ -11,26 +11,12 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from agent import Agent, ChatMessage
 from tests import tools as t
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def start_worker_process(queue: str, log: Path) -> subprocess.Popen:
-    with log.open("a") as out:
-        return subprocess.Popen(
-            [sys.executable, str(ROOT / "worker.py"), "--tools", "tests.tools.TEST_TOOLS", "--task-queue", queue],
-            cwd=ROOT,
-            env=dict(os.environ),
-            stdout=out,
-            stderr=out,
-        )
+from tests.worker_processes import spawn_worker, stop_worker
 
 
 def lines(path: Path) -> list[dict]:
@@ -62,7 +48,7 @@ async def test_kill_9_worker_mid_tools(client, scripted, model, run_id, tmp_path
             {"text": "done"},
         ],
     )
-    first = start_worker_process(queue, tmp_path / "worker1.log")
+    first = spawn_worker(queue, tmp_path / "worker1.log", wait_ready=False)
     second = None
     try:
         agent = Agent(model=model, tools=[t.record])
@@ -71,16 +57,15 @@ async def test_kill_9_worker_mid_tools(client, scripted, model, run_id, tmp_path
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
         killed_at = time.monotonic()
-        second = start_worker_process(queue, tmp_path / "worker2.log")
+        second = spawn_worker(queue, tmp_path / "worker2.log", wait_ready=False)
         await wait_until(lambda: sum(1 for e in lines(started) if e["label"] in "cd") >= 4)
         resumed_after = time.monotonic() - killed_at
         result = await asyncio.wait_for(handle.result(), timeout=120)
         print(f"in-flight tool calls restarted on the new worker {resumed_after:.1f} s after kill -9")
     finally:
         for process in (first, second):
-            if process is not None and process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                process.wait(timeout=15)
+            if process is not None:
+                stop_worker(process)
 
     assert result.last_message.text == "done" and result.tool_call_counts == {"record": 4}
     completed = lines(effects)

@@ -6,42 +6,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 from tests.hitl_helpers import call, calls, hitl_agent, start, wait_pending
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def spawn_worker(queue: str, effects: Path, log: Path) -> subprocess.Popen:
-    """``python -m tests.worker_process`` on ``queue``; returns once it prints that it polls."""
-    env = {**os.environ, "SIDE_EFFECTS_FILE": str(effects), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.worker_process", "--task-queue", queue],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=log.open("ab"),
-    )
-    line = proc.stdout.readline().decode()
-    if not line.startswith("worker ready"):
-        proc.kill()
-        proc.wait()
-        raise AssertionError(f"worker did not start: {line!r}; log: {log.read_text()[-2000:]}")
-    return proc
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+from tests.worker_processes import spawn_worker, stop_worker
 
 
 async def test_kill_9_while_waiting_then_new_worker_approves_and_tool_runs_once(
@@ -52,7 +20,7 @@ async def test_kill_9_while_waiting_then_new_worker_approves_and_tool_runs_once(
     log = tmp_path / "workers.log"
     scripted.script(model, [calls(call("record", label="deploy")), {"text": "deployed"}])
 
-    first = spawn_worker(queue, effects, log)
+    first = spawn_worker(queue, log, env={"SIDE_EFFECTS_FILE": str(effects)})
     second = None
     try:
         handle = await start(hitl_agent(model), client, queue, run_id)
@@ -61,13 +29,13 @@ async def test_kill_9_while_waiting_then_new_worker_approves_and_tool_runs_once(
         os.kill(first.pid, signal.SIGKILL)
         assert first.wait(timeout=15) == -signal.SIGKILL
 
-        second = spawn_worker(queue, effects, log)
+        second = spawn_worker(queue, log, env={"SIDE_EFFECTS_FILE": str(effects)})
         record = await handle.confirm(pending.tool_call_id, approver="ann")
         result = await handle.result()
     finally:
-        stop(first)
+        stop_worker(first)
         if second is not None:
-            stop(second)
+            stop_worker(second)
 
     assert record.approver == "ann"
     assert result.messages[-2].tool_call_result.result == "recorded deploy"
