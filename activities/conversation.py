@@ -19,7 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.messages import ChatMessage
+from core.messages import ChatMessage
+from core.s3 import payloads_bucket, s3_client
 
 DEFAULT_PREFIX = "conversations"
 #: Set to "off" to keep sending whole conversations (e.g. to measure the difference).
@@ -63,14 +64,12 @@ class ConversationStore:
         neither is set or ``AGENT_CONVERSATION_STORE=off``."""
         if os.environ.get(DISABLE_ENV, "").lower() == "off":
             return None
-        bucket = os.environ.get("TEMPORAL_PAYLOADS_BUCKET") or os.environ.get("TOOL_RESULTS_BUCKET")
+        bucket = payloads_bucket()
         return cls(bucket) if bucket else None
 
     @property
     def client(self) -> Any:
         if self._client is None:
-            from activities.tool_results import s3_client
-
             self._client = s3_client()
         return self._client
 

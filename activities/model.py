@@ -2,6 +2,9 @@
 
 Works with any OpenAI-compatible endpoint (``OPENAI_BASE_URL``). The SDK's own retries are
 off: Temporal's retry policy owns retries, so they are visible in history and survive crashes.
+
+Worker side: :class:`ModelActivities` (the ``chat_completion`` activity). Workflow side:
+:func:`call_model`, which the run loop and hooks (the summariser) await.
 """
 
 from __future__ import annotations
@@ -10,17 +13,61 @@ import asyncio
 import json
 import os
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 import openai
-from temporalio import activity
+from pydantic import BaseModel, Field
+from temporalio import activity, workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 from activities.conversation import ConversationStore
-from activities.heartbeat import with_heartbeats
-from agent.messages import ChatMessage, ChatRole, ToolCall
-from agent.payloads import NON_RETRYABLE_MODEL_ERROR, ModelCallInput, ModelCallOutput, TokenUsage
-from agent.tools import ToolSpec
+from activities.heartbeat import HEARTBEAT_TIMEOUT, with_heartbeats
+from core.messages import ChatMessage, ChatRole, ToolCall
+from core.tools import ToolSpec
+from core.wire import CHAT_COMPLETION_ACTIVITY, NON_RETRYABLE_MODEL_ERROR
+
+MODEL_RETRY_POLICY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=500),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    non_retryable_error_types=[NON_RETRYABLE_MODEL_ERROR],
+)
+
+
+class ModelCallInput(BaseModel):
+    """Input of the ``chat_completion`` activity.
+
+    :param model: Model name at the OpenAI-compatible endpoint.
+    :param messages: The conversation to send.
+    :param tools: Tools the model may call (empty: none).
+    :param settings: Extra Chat Completions parameters (temperature, max_tokens, ...).
+    :param purpose: ``"agent"`` for the agent's own step, ``"hook"`` for calls made by hooks
+        (summaries); token accounting keeps the two apart.
+    :param conversation_head: When set, ``messages`` are only the messages after the stored
+        conversation this digest names (see activities/conversation.py).
+    """
+
+    model: str
+    messages: list[ChatMessage]
+    conversation_head: str | None = None
+    tools: list[ToolSpec] = Field(default_factory=list)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    purpose: Literal["agent", "hook"] = "agent"
+
+
+class ModelCallOutput(BaseModel):
+    """The model's reply (``meta`` holds ``usage``, ``finish_reason``, ``model``).
+
+    :param usage: Token counts of this call (``prompt_tokens``, ``completion_tokens``, ``total_tokens``).
+    :param conversation_head: Digest of the stored conversation including the reply, when the
+        worker stores conversations; the next call can then send only what comes after it.
+    """
+
+    message: ChatMessage
+    usage: dict[str, int] = Field(default_factory=dict)
+    conversation_head: str | None = None
+
 
 #: Status codes no retry can fix: bad request, bad key, forbidden, unknown model, unprocessable.
 CLIENT_ERROR_STATUSES = frozenset({400, 401, 403, 404, 422})
@@ -88,12 +135,10 @@ def _parse_tool_call(raw: Any) -> ToolCall:
 def from_openai_response(response: Any) -> ModelCallOutput:
     """Turn a ``ChatCompletion`` into our reply message and usage."""
     choice = response.choices[0]
-    usage = TokenUsage(
-        prompt_tokens=getattr(response.usage, "prompt_tokens", 0) or 0,
-        completion_tokens=getattr(response.usage, "completion_tokens", 0) or 0,
-        total_tokens=getattr(response.usage, "total_tokens", 0) or 0,
-    )
-    meta: dict[str, Any] = {"model": response.model, "finish_reason": choice.finish_reason, "usage": usage.model_dump()}
+    usage = {
+        key: getattr(response.usage, key, 0) or 0 for key in ("prompt_tokens", "completion_tokens", "total_tokens")
+    }
+    meta: dict[str, Any] = {"model": response.model, "finish_reason": choice.finish_reason, "usage": dict(usage)}
     message = ChatMessage.from_assistant(
         text=choice.message.content,
         tool_calls=[_parse_tool_call(c) for c in choice.message.tool_calls or []],
@@ -122,7 +167,7 @@ class ModelActivities:
             self._client = openai_client_from_env()
         return self._client
 
-    @activity.defn(name="chat_completion")
+    @activity.defn(name=CHAT_COMPLETION_ACTIVITY)
     async def chat_completion(self, request: ModelCallInput) -> ModelCallOutput:
         """Call the model once.
 
@@ -176,4 +221,16 @@ def _classify(exc: openai.APIStatusError) -> Exception:
             delay = None
     return ApplicationError(
         f"Model endpoint returned HTTP {status}: {exc.message}", type="ModelTransientError", next_retry_delay=delay
+    )
+
+
+async def call_model(request: ModelCallInput) -> ModelCallOutput:
+    """Workflow side: run ``chat_completion``; transient errors are retried with backoff."""
+    return await workflow.execute_activity_method(
+        ModelActivities.chat_completion,
+        request,
+        start_to_close_timeout=timedelta(minutes=5),
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        retry_policy=MODEL_RETRY_POLICY,
+        summary=f"{request.purpose} model call",
     )

@@ -1,61 +1,89 @@
-"""Store I/O for offloaded tool results, as activities (the hook only holds store descriptors).
+"""The I/O home of tool-result offloading: keys, the pointer text, the offload instruction, and
+every write to a ``ToolResultStore``.
 
-Register ``TOOL_RESULT_ACTIVITIES`` on the worker. Both activities are idempotent: a retry
-writes the same key with the same content, or reads the same object again.
+Two routes reach the store, and both end in :func:`write_to_store`:
 
-boto3 clients are cached per process (:func:`s3_client`), keyed by the environment that
-configures them, so a worker reuses one connection pool.
+- the ``store_tool_result`` activity, which ``ToolResultOffloadHook`` awaits from the workflow
+  (:func:`store_result`) after deciding in its turn;
+- :func:`offload_in_activity`, which the tool activity calls when the workflow handed it an
+  :class:`OffloadInstruction`, so a big result goes to the store and never enters history.
+
+Stores travel as descriptors (``store.to_dict()``) and are rebuilt here, on the worker.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import threading
+from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import BaseModel
-from temporalio import activity
+from temporalio import activity, workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
-STORE_TOOL_RESULT = "store_tool_result"
-LOAD_TOOL_RESULT = "load_tool_result"
+from core.serialization import object_from_dict
+from core.wire import NON_RETRYABLE_STORE_ERROR, STORE_TOOL_RESULT_ACTIVITY
 
-#: Error type of store failures that retrying does not fix (bad key, reference of another run).
-NON_RETRYABLE_STORE_ERROR = "ToolResultStoreRefused"
+#: Meta key marking an offloaded tool-result message; its value is the list of references written.
+OFFLOADED_META_KEY = "tool_result_offloaded"
 
-# Environment variables boto3 reads for an S3 client; a change in any of them gets a new client.
-_CLIENT_ENV = (
-    "AWS_ENDPOINT_URL_S3",
-    "AWS_ENDPOINT_URL",
-    "AWS_DEFAULT_REGION",
-    "AWS_REGION",
-    "AWS_PROFILE",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
+STORE_RETRY_POLICY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=500),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=5,
+    non_retryable_error_types=[NON_RETRYABLE_STORE_ERROR],
 )
-_clients: dict[tuple[str | None, ...], Any] = {}
-_clients_lock = threading.Lock()
 
 
-def s3_client() -> Any:
-    """This process's boto3 S3 client for the current AWS environment (created once, then cached).
+def encode_key_segment(value: str) -> str:
+    """Percent-encode ``value`` into one path segment (no ``/``), so distinct values stay distinct.
 
-    boto3 reads its own configuration (``AWS_ENDPOINT_URL_S3``, credentials, region, profiles);
-    nothing here names an endpoint.
+    :raises ValueError: If ``value`` is empty, ``.`` or ``..``.
     """
-    cache_key = tuple(os.environ.get(name) for name in _CLIENT_ENV)
-    with _clients_lock:
-        client = _clients.get(cache_key)
-        if client is None:
-            import boto3
-            from botocore.config import Config
+    if value in ("", ".", ".."):
+        raise ValueError(f"{value!r} cannot be used as a key segment.")
+    return quote(value, safe="")
 
-            session = boto3.session.Session()
-            client = session.client("s3", config=Config(retries={"mode": "standard", "max_attempts": 3}))
-            _clients[cache_key] = client
-        return client
+
+def result_key(step: int, tool_name: str, call_id: str | None, position: int) -> str:
+    """The store key of one result: ``step-{step}/{tool}/{call id}.txt``.
+
+    Each part is percent-encoded into one segment, so distinct (step, tool, id) never map to the
+    same key. An id-less call uses ``@{position in this step's batch}``, which no encoded id can
+    equal (``@`` is always encoded in ids).
+    """
+    call_part = encode_key_segment(call_id) if call_id else f"@{position}"
+    return f"step-{step}/{encode_key_segment(tool_name)}/{call_part}.txt"
+
+
+def pointer_text(reference: str, content: str, preview_chars: int) -> str:
+    """What stays in the conversation in place of an offloaded result."""
+    preview = content[:preview_chars] + ("..." if len(content) > preview_chars else "")
+    return (
+        f"Tool result offloaded: {len(content)} characters at '{reference}'. "
+        "Read it with read_tool_result(reference, start/end or start_line/end_line). "
+        f"Preview: {preview}"
+    )
+
+
+class OffloadInstruction(BaseModel):
+    """Tells the tool activity to offload a big result itself, so it never enters history.
+
+    Set by ``ToolResultOffloadHook`` for tools whose policy needs no State to decide.
+
+    :param store: Store descriptor, already scoped to the run.
+    :param policy: The tool's offload policy (``policy.to_dict()``).
+    :param key: Store key of this call's result.
+    :param preview_chars: Characters of the result kept in the pointer message.
+    """
+
+    store: dict[str, Any]
+    policy: dict[str, Any]
+    key: str
+    preview_chars: int = 200
 
 
 class StoreToolResultInput(BaseModel):
@@ -71,53 +99,47 @@ class StoreToolResultInput(BaseModel):
     content: str
 
 
-class LoadToolResultInput(BaseModel):
-    """Input of ``load_tool_result``.
-
-    :param store: The store descriptor (``store.to_dict()``, scoped to the reading run).
-    :param reference: A reference the store returned from a write.
-    """
-
-    store: dict[str, Any]
-    reference: str
-
-
-def _store(descriptor: dict[str, Any]) -> Any:
-    from hooks.serialization import object_from_dict
-
-    return object_from_dict(descriptor)
-
-
-def _refused(exc: ValueError) -> ApplicationError:
-    return ApplicationError(str(exc), type=NON_RETRYABLE_STORE_ERROR, non_retryable=True)
-
-
 async def write_to_store(descriptor: dict[str, Any], key: str, content: str) -> str:
     """Write ``content`` under ``key`` in the store ``descriptor`` names; returns the reference.
 
     :raises ValueError: For a key the store refuses (outside the run, traversal).
     """
-    return await asyncio.to_thread(_store(descriptor).write, key=key, content=content)
+    return await asyncio.to_thread(object_from_dict(descriptor).write, key=key, content=content)
 
 
-@activity.defn(name=STORE_TOOL_RESULT)
+@activity.defn(name=STORE_TOOL_RESULT_ACTIVITY)
 async def store_tool_result(request: StoreToolResultInput) -> str:
     """Write one result; returns its reference. A bad key is not retried; I/O errors are."""
     try:
         return await write_to_store(request.store, request.key, request.content)
     except ValueError as exc:
-        raise _refused(exc) from exc
+        raise ApplicationError(str(exc), type=NON_RETRYABLE_STORE_ERROR, non_retryable=True) from exc
 
 
-@activity.defn(name=LOAD_TOOL_RESULT)
-async def load_tool_result(request: LoadToolResultInput) -> str:
-    """Read one result. A reference outside the run's store is refused and not retried."""
+async def store_result(request: StoreToolResultInput) -> str:
+    """Workflow side: run ``store_tool_result`` (retried a few times; a refused key is not)."""
+    return await workflow.execute_activity(
+        store_tool_result,
+        request,
+        start_to_close_timeout=timedelta(minutes=5),
+        retry_policy=STORE_RETRY_POLICY,
+        summary=f"offload {request.key}",
+    )
+
+
+async def offload_in_activity(tool_name: str, text: str, instruction: OffloadInstruction) -> tuple[str, dict]:
+    """Inside the tool activity: apply the policy and, if it says so, write the result to the store.
+
+    :returns: ``(text for the conversation, message meta)``: the pointer and the reference when the
+        result was offloaded; the result itself when it stays inline. A failed write keeps the
+        result inline (nothing is lost) and is logged.
+    """
+    policy = object_from_dict(instruction.policy)
+    if not text or not policy.should_offload(tool_name, text, None):
+        return text, {}
     try:
-        store = _store(request.store)
-        return await asyncio.to_thread(store.read, request.reference)
-    except ValueError as exc:
-        raise _refused(exc) from exc
-
-
-#: Register these on the worker: ``Worker(..., activities=[..., *TOOL_RESULT_ACTIVITIES])``.
-TOOL_RESULT_ACTIVITIES = [store_tool_result, load_tool_result]
+        reference = await write_to_store(instruction.store, instruction.key, text)
+    except Exception as exc:
+        activity.logger.warning("Offloading the result of %s failed; returning it inline: %r", tool_name, exc)
+        return text, {}
+    return pointer_text(reference, text, instruction.preview_chars), {OFFLOADED_META_KEY: [reference]}

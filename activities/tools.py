@@ -1,19 +1,53 @@
-"""Tool invocation: one activity per tool call, on the worker that holds the tool functions."""
+"""Tool invocation: one activity per tool call, on the worker that holds the tool functions.
+
+Worker side: :class:`ToolActivities` (the ``invoke_tool`` activity). Workflow side:
+:func:`call_tool`, which the run loop awaits once per call.
+"""
 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel
-from temporalio import activity
+from pydantic import BaseModel, Field
+from temporalio import activity, workflow
+from temporalio.common import RetryPolicy
 
-from activities.heartbeat import with_heartbeats
-from activities.tool_results import write_to_store
-from agent.payloads import OffloadInstruction, ToolInvocationInput, ToolInvocationOutput
-from agent.tools import Tool, ToolContext, _tool_context
-from hooks.serialization import object_from_dict
-from hooks.tool_result_offloading.hook import OFFLOADED_META_KEY, pointer_text
+from activities.heartbeat import HEARTBEAT_TIMEOUT, with_heartbeats
+from activities.tool_results import OffloadInstruction, offload_in_activity
+from core.messages import ToolCall
+from core.tools import Tool, ToolContext, tool_context_set
+from core.wire import INVOKE_TOOL_ACTIVITY
+
+TOOL_RETRY_POLICY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=500),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+)
+
+
+class ToolInvocationInput(BaseModel):
+    """Input of the ``invoke_tool`` activity: one call of one tool.
+
+    :param call_key: The call's id, or a deterministic stand-in for id-less calls; the tool's
+        idempotency key is ``{run_id}/{call_key}``.
+    :param offload: When set, the activity offloads a big result itself (see activities/tool_results.py).
+    """
+
+    run_id: str
+    tool_call: ToolCall
+    call_key: str
+    step: int = 0
+    offload: OffloadInstruction | None = None
+
+
+class ToolInvocationOutput(BaseModel):
+    """What one tool call produced: text for the model, or an error text."""
+
+    result: str
+    error: bool = False
+    meta: dict[str, Any] = Field(default_factory=dict)
 
 
 def result_to_text(result: Any) -> str:
@@ -29,7 +63,7 @@ class ToolActivities:
     """The worker's tool registry; ``invoke_tool`` is the activity.
 
     :param tools: The tool functions this worker can run.
-    :raises ValueError: On duplicate tool names.
+    :raises ValueError: On duplicate tool names or an object that is not a ``Tool``.
     """
 
     def __init__(self, tools: list[Tool]) -> None:
@@ -41,7 +75,7 @@ class ToolActivities:
                 raise ValueError(f"Duplicate tool name '{t.name}' on this worker.")
             self.tools[t.name] = t
 
-    @activity.defn(name="invoke_tool")
+    @activity.defn(name=INVOKE_TOOL_ACTIVITY)
     async def invoke_tool(self, request: ToolInvocationInput) -> ToolInvocationOutput:
         """Run one tool call. Failures the model can act on come back as error results, not exceptions.
 
@@ -66,35 +100,28 @@ class ToolActivities:
             arguments = tool.validate_arguments(call.arguments)
         except ValueError as exc:
             return ToolInvocationOutput(result=str(exc), error=True)
-        token = _tool_context.set(context)
         try:
-            result = await with_heartbeats(tool.invoke(arguments))
+            with tool_context_set(context):
+                result = await with_heartbeats(tool.invoke(arguments))
         except Exception as exc:  # the model sees the failure and decides what to do
             activity.logger.warning("Tool %s failed: %r", call.tool_name, exc)
             return ToolInvocationOutput(
                 result=f"Tool '{call.tool_name}' failed: {type(exc).__name__}: {exc}", error=True
             )
-        finally:
-            _tool_context.reset(token)
         text = result_to_text(result)
-        if request.offload is not None:
-            return await offload_in_activity(call.tool_name, text, request.offload)
-        return ToolInvocationOutput(result=text)
+        if request.offload is None:
+            return ToolInvocationOutput(result=text)
+        text, meta = await offload_in_activity(call.tool_name, text, request.offload)
+        return ToolInvocationOutput(result=text, meta=meta)
 
 
-async def offload_in_activity(tool_name: str, text: str, instruction: OffloadInstruction) -> ToolInvocationOutput:
-    """Apply the offload policy here, so a big result goes to the store instead of into history.
-
-    A failed write keeps the result in the output (nothing is lost); the hook may retry later.
-    """
-    policy = object_from_dict(instruction.policy)
-    if not text or not policy.should_offload(tool_name, text, None):
-        return ToolInvocationOutput(result=text)
-    try:
-        reference = await write_to_store(instruction.store, instruction.key, text)
-    except Exception as exc:
-        activity.logger.warning("Offloading the result of %s failed; returning it inline: %r", tool_name, exc)
-        return ToolInvocationOutput(result=text)
-    return ToolInvocationOutput(
-        result=pointer_text(reference, text, instruction.preview_chars), meta={OFFLOADED_META_KEY: [reference]}
+async def call_tool(request: ToolInvocationInput) -> ToolInvocationOutput:
+    """Workflow side: run one tool call in ``invoke_tool``; heartbeats catch a crashed worker."""
+    return await workflow.execute_activity_method(
+        ToolActivities.invoke_tool,
+        request,
+        start_to_close_timeout=timedelta(hours=1),
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        retry_policy=TOOL_RETRY_POLICY,
+        summary=request.tool_call.tool_name,
     )

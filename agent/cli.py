@@ -11,18 +11,21 @@ import sys
 import uuid
 from pathlib import Path
 
-from temporalio.client import WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent.client import connect, get_run
-from agent.messages import ChatMessage
-from agent.settings import Settings
+from agent.dev.demo import demo_agent, run_demo
+from agent.dev.demo_tools import DEMO_TOOLS
+from agent.dev.scripted_model import LABEL, ScriptedModelServer
+from agent.dev.stack import DevStack
+from core.messages import ChatMessage
+from core.settings import Settings
+from hooks.family import families
+from runtime.worker import create_worker
 
 
-async def cmd_run(args: argparse.Namespace) -> int:
-    from agent.demo import demo_agent
-
-    client = await connect()
+async def cmd_run(args: argparse.Namespace, client: Client) -> int:
     run_id = args.run_id or f"run-{uuid.uuid4().hex[:12]}"
     agent = demo_agent(args.model)
     handle = await agent.start(client, [ChatMessage.from_user(args.prompt)], run_id=run_id, task_queue=args.task_queue)
@@ -33,14 +36,14 @@ async def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def cmd_status(args: argparse.Namespace) -> int:
-    status = await get_run(await connect(), args.run_id).status()
+async def cmd_status(args: argparse.Namespace, client: Client) -> int:
+    status = await get_run(client, args.run_id).status()
     print(json.dumps(status.model_dump(mode="json"), indent=2))
     return 0
 
 
-async def cmd_result(args: argparse.Namespace) -> int:
-    result = await get_run(await connect(), args.run_id).result()
+async def cmd_result(args: argparse.Namespace, client: Client) -> int:
+    result = await get_run(client, args.run_id).result()
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
@@ -49,12 +52,7 @@ async def cmd_result(args: argparse.Namespace) -> int:
     return 0
 
 
-async def cmd_dev(args: argparse.Namespace) -> int:
-    from agent.demo_tools import DEMO_TOOLS
-    from agent.devstack import DevStack
-    from agent.scripted_model import LABEL, ScriptedModelServer
-    from worker import create_worker
-
+async def cmd_dev(args: argparse.Namespace, client: None) -> int:
     stack = DevStack(Path(args.data_dir), with_ui=True, temporal_port=args.port, ui_port=args.ui_port)
     scripted = None
     with stack:
@@ -84,9 +82,7 @@ async def cmd_dev(args: argparse.Namespace) -> int:
     return 0
 
 
-async def cmd_demo(args: argparse.Namespace) -> int:
-    from agent.demo import run_demo
-
+async def cmd_demo(args: argparse.Namespace, client: None) -> int:
     return await run_demo(Path(args.data_dir))
 
 
@@ -123,18 +119,15 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("--port", type=int, default=7233, help="Temporal gRPC port on 127.0.0.1 (default 7233)")
     dev.add_argument("--ui-port", type=int, default=8233, help="Temporal UI port (default 8233)")
     dev.add_argument("--task-queue", default=settings.task_queue, help="task queue of the worker")
-    dev.set_defaults(handler=cmd_dev)
+    dev.set_defaults(handler=cmd_dev, needs_client=False)
 
     demo = sub.add_parser("demo", help="the crash-and-resume demo: kill -9 a worker mid-run, watch the run finish")
     demo.add_argument("--data-dir", default=".agent-dev/demo", help="where the demo's stack keeps its files")
-    demo.set_defaults(handler=cmd_demo)
+    demo.set_defaults(handler=cmd_demo, needs_client=False)
 
-    try:
-        from agent.cli_approvals import add_approval_commands
-    except ImportError:
-        pass
-    else:
-        add_approval_commands(sub)
+    for family in families():
+        if family.add_cli_commands is not None:
+            family.add_cli_commands(sub)
     return parser
 
 
@@ -147,10 +140,16 @@ def _root_cause(exc: BaseException) -> str:
     return messages[-2] if len(messages) > 1 and "Error code" in messages[-1] else messages[-1]
 
 
+async def _run_command(args: argparse.Namespace) -> int:
+    """Connect (from the environment) unless the command starts its own stack, then run it."""
+    client = await connect() if getattr(args, "needs_client", True) else None
+    return await args.handler(args, client)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
-        code = asyncio.run(args.handler(args))
+        code = asyncio.run(_run_command(args))
     except KeyboardInterrupt:
         code = 130
     except RPCError as exc:

@@ -3,37 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 
-from agent.messages import ChatMessage
-from agent.payloads import AgentRunInput, AgentRunResult, RunStatus
-from agent.plugin import AgentPlugin
-from agent.settings import Settings
+from core.messages import ChatMessage
+from core.payloads import AgentRunInput, AgentRunResult, RunStatus
+from core.spec import AgentSpec
+from core.wire import RUN_STATUS_QUERY, WORKFLOW_TYPE
+from hooks.human_in_the_loop.client import query_pending, submit_decision
+from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
+from runtime.plugin import connect
 
-if TYPE_CHECKING:
-    from agent.agent import Agent
-    from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
-
-WORKFLOW_TYPE = "AgentWorkflow"
-
-
-async def connect(address: str | None = None, namespace: str | None = None) -> Client:
-    """A Temporal client with this project's data converter.
-
-    Same as ``Client.connect(address, plugins=[AgentPlugin()])``.
-
-    :param address: Defaults to ``TEMPORAL_ADDRESS`` (``localhost:7233``).
-    :param namespace: Defaults to ``TEMPORAL_NAMESPACE`` (``default``).
-    """
-    settings = Settings.from_env()
-    return await Client.connect(
-        address or settings.temporal_address,
-        namespace=namespace or settings.temporal_namespace,
-        plugins=[AgentPlugin()],
-    )
+__all__ = ["AgentRunHandle", "connect", "get_run", "start_run"]
 
 
 class AgentRunHandle:
@@ -51,7 +34,7 @@ class AgentRunHandle:
 
     async def status(self) -> RunStatus:
         """The ``run_status`` query: step, phase, approvals pending, exit reason when done."""
-        return await self.workflow.query("run_status", result_type=RunStatus)
+        return await self.workflow.query(RUN_STATUS_QUERY, result_type=RunStatus)
 
     # -- confirmations (hooks.human_in_the_loop) ----------------------------------------------
 
@@ -60,8 +43,6 @@ class AgentRunHandle:
 
         :raises hooks.human_in_the_loop.client.UnknownRunError: No such run.
         """
-        from hooks.human_in_the_loop.client import query_pending
-
         return await query_pending(self.workflow)
 
     async def decide(self, decision: ToolDecision) -> DecisionRecord:
@@ -71,20 +52,14 @@ class AgentRunHandle:
             action, or ``new_tool_params`` failing the tool's schema (nothing reached history).
         :raises hooks.human_in_the_loop.client.UnknownRunError: No such run, or it has finished.
         """
-        from hooks.human_in_the_loop.client import submit_decision
-
         return await submit_decision(self.workflow, decision)
 
     async def confirm(self, call_id: str, approver: str | None = None) -> DecisionRecord:
         """Run the pending call ``call_id`` as requested."""
-        from hooks.human_in_the_loop.dataclasses import ToolDecision
-
         return await self.decide(ToolDecision(tool_call_id=call_id, action="confirm", approver=approver))
 
     async def reject(self, call_id: str, feedback: str | None = None, approver: str | None = None) -> DecisionRecord:
         """Do not run ``call_id``; the model is told, with ``feedback``."""
-        from hooks.human_in_the_loop.dataclasses import ToolDecision
-
         return await self.decide(
             ToolDecision(tool_call_id=call_id, action="reject", feedback=feedback, approver=approver)
         )
@@ -93,8 +68,6 @@ class AgentRunHandle:
         self, call_id: str, new_tool_params: dict[str, Any], approver: str | None = None
     ) -> DecisionRecord:
         """Run ``call_id`` with ``new_tool_params`` (the complete new arguments) instead."""
-        from hooks.human_in_the_loop.dataclasses import ToolDecision
-
         return await self.decide(
             ToolDecision(tool_call_id=call_id, action="modify", new_tool_params=new_tool_params, approver=approver)
         )
@@ -119,7 +92,7 @@ def _require_json(name: str, value: Any) -> None:
 
 
 async def start_run(
-    agent: Agent,
+    agent: AgentSpec,
     client: Client,
     messages: list[ChatMessage],
     run_id: str,

@@ -1,7 +1,7 @@
 """Approval latency: from a person's Update to the approved tool starting, next to the bare Update
 round trip and a validator rejection, measured side by side in one run on the real dev server.
 
-    .venv/bin/python bench/approval_latency.py [--runs 30]
+    .venv/bin/python -m bench.approval_latency [--runs 30]
 
 Each run asks for one ``stamp`` call (``AlwaysAskPolicy``); once it is pending the bench sends the
 ``submit_tool_decision`` Update and times (a) the Update's return (accepted: validator + handler +
@@ -18,20 +18,17 @@ import argparse
 import asyncio
 import os
 import statistics
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from agent import Agent, ChatMessage, tool  # noqa: E402
-from agent.client import connect  # noqa: E402
-from agent.devstack import TemporalDevServer  # noqa: E402
-from agent.scripted_model import ScriptedModelServer  # noqa: E402
-from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy, ToolDecision  # noqa: E402
-from hooks.human_in_the_loop.client import DecisionRefusedError  # noqa: E402
+from agent import Agent, ChatMessage, tool
+from agent.client import connect
+from agent.dev.scripted_model import ScriptedModelServer
+from agent.dev.stack import TemporalDevServer
+from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy, ToolDecision
+from hooks.human_in_the_loop.client import DecisionRefusedError
 
 STARTED: dict[str, float] = {}
 

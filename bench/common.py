@@ -11,8 +11,8 @@ from pathlib import Path
 
 from temporalio.api.enums.v1 import EventType
 
-from agent.devstack import DevStack
-from agent.scripted_model import ScriptedModelServer
+from agent.dev.scripted_model import ScriptedModelServer
+from agent.dev.stack import DevStack
 
 
 @contextlib.contextmanager

@@ -8,30 +8,26 @@ Printed side by side, measured in this run: the decision with the anchor (no com
 the same decision with no anchor (a full recount, what it would cost without one), and one
 tiktoken encode of the whole conversation, as ratios.
 
-Run: ``.venv/bin/python bench/compaction_decision.py``
+Run: ``.venv/bin/python -m bench.compaction_decision``
 """
 
 from __future__ import annotations
 
 import random
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from agent.messages import ChatMessage, ToolCall  # noqa: E402
-from agent.state import State  # noqa: E402
-from agent.tools import ToolSpec  # noqa: E402
-from hooks.compaction import (  # noqa: E402
+from core.messages import ChatMessage, ToolCall
+from core.state import State
+from core.tools import ToolSpec
+from hooks.compaction import (
     ApproximateTokenCounter,
     CompactionHook,
     SlidingWindowCompactor,
     TiktokenTokenCounter,
 )
-from hooks.compaction.encodings import load_encoding  # noqa: E402
-from hooks.compaction.rendering import render_conversation  # noqa: E402
+from hooks.compaction.encodings import load_encoding
+from hooks.compaction.rendering import render_conversation
 
 TARGET_TOKENS = 200_000
 WORDS = (

@@ -6,10 +6,10 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from agent.messages import ChatMessage
-    from agent.payloads import ModelCallInput, ToolInvocationInput
-    from agent.tools import ToolSpec
-    from workflows.calls import call_model, call_tool
+    from activities.model import ModelCallInput, call_model
+    from activities.tools import ToolInvocationInput, call_tool
+    from core.messages import ChatMessage
+    from core.tools import ToolSpec
 
 
 @workflow.defn(name="FloorWorkflow")

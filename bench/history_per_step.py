@@ -27,10 +27,10 @@ from activities.model import ModelActivities
 from activities.tools import ToolActivities
 from agent import Agent, ChatMessage
 from agent.client import connect
-from agent.plugin import workflow_runner
 from bench.common import bench_stack
+from bench.workloads import BENCH_TOOLS, big_text
 from hooks.tool_result_offloading import OffloadOverChars, S3ToolResultStore, ToolResultOffloadHook
-from tests.tools import TEST_TOOLS, big_text
+from runtime.plugin import workflow_runner
 from worker import create_worker
 from workflows.agent_workflow import AgentWorkflow
 
@@ -118,12 +118,12 @@ async def main(steps: int) -> None:
     with bench_stack() as (stack, scripted):
         ours_client = await connect(stack.temporal.address)
         plain_client = await Client.connect(stack.temporal.address, data_converter=pydantic_data_converter)
-        ours_worker = create_worker(ours_client, tools=TEST_TOOLS, task_queue="hist-ours")
+        ours_worker = create_worker(ours_client, tools=BENCH_TOOLS, task_queue="hist-ours")
         plain_worker = Worker(
             plain_client,
             task_queue="hist-plain",
             workflows=[AgentWorkflow],
-            activities=[ModelActivities(conversations=None).chat_completion, ToolActivities(TEST_TOOLS).invoke_tool],
+            activities=[ModelActivities(conversations=None).chat_completion, ToolActivities(BENCH_TOOLS).invoke_tool],
             workflow_runner=workflow_runner(),
         )
         rows = []

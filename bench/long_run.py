@@ -1,4 +1,4 @@
-"""The 1,000-step run (tests/test_long_run.py's agent: compaction before every model call,
+"""The 1,000-step run (bench/workloads.py's agent, which tests/integration/test_long_run.py runs too: compaction before every model call,
 Temporal's continue-as-new suggestion) next to the foundation's bare step, in one run.
 
 (a) floor: FloorWorkflow, the same model + tool activities in a loop with no agent logic, in
@@ -27,8 +27,7 @@ from agent import ChatMessage
 from agent.client import connect, get_run
 from bench.common import bench_stack, worker_spans
 from bench.floor_workflow import FloorWorkflow
-from tests.test_long_run import long_run_agent, long_run_script
-from tests.tools import TEST_TOOLS, echo
+from bench.workloads import BENCH_TOOLS, echo, long_run_agent, long_run_script
 from worker import create_worker
 
 QUEUE = "bench-long-run"
@@ -95,7 +94,7 @@ async def long_run(client, scripted, steps: int) -> dict:
 async def main(steps: int, floor_steps: int, floor_rounds: int) -> None:
     with bench_stack() as (stack, scripted):
         client = await connect(stack.temporal.address)
-        async with create_worker(client, tools=TEST_TOOLS, task_queue=QUEUE, extra_workflows=[FloorWorkflow]):
+        async with create_worker(client, tools=BENCH_TOOLS, task_queue=QUEUE, extra_workflows=[FloorWorkflow]):
             await floor_round(client, scripted, 5)  # warm up
             floors = [await floor_round(client, scripted, floor_steps) for _ in range((floor_rounds + 1) // 2)]
             long = await long_run(client, scripted, steps)

@@ -1,6 +1,6 @@
 """No-op hooks for the step-overhead benchmark (importable by the worker)."""
 
-from agent.state import State
+from core.state import State
 from hooks import hook
 
 

@@ -21,7 +21,7 @@ from agent.client import connect
 from bench.common import bench_stack, worker_spans
 from bench.floor_workflow import FloorWorkflow
 from bench.noop_hooks import SIX_NOOP_HOOKS
-from tests.tools import TEST_TOOLS, echo
+from bench.workloads import BENCH_TOOLS, echo
 from worker import create_worker
 
 QUEUE = "bench-step"
@@ -57,7 +57,7 @@ async def measure(client, scripted, steps: int, kind: str) -> dict[str, float]:
 async def main(steps: int, rounds: int) -> None:
     with bench_stack() as (stack, scripted):
         client = await connect(stack.temporal.address)
-        async with create_worker(client, tools=TEST_TOOLS, task_queue=QUEUE, extra_workflows=[FloorWorkflow]):
+        async with create_worker(client, tools=BENCH_TOOLS, task_queue=QUEUE, extra_workflows=[FloorWorkflow]):
             await measure(client, scripted, 5, "floor")  # warm up both paths
             await measure(client, scripted, 5, "agent")
             results: dict[str, list[dict[str, float]]] = {"floor": [], "agent": []}

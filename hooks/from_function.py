@@ -10,8 +10,8 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agent.state import State
-from hooks.serialization import import_object, import_path
+from core.serialization import import_object, import_path
+from core.state import State
 
 
 class FunctionHook:

@@ -1,25 +1,55 @@
-"""The hook protocol: what the run loop calls at each of its six points.
+"""The hook protocol: what the run loop calls at each of its six points, and the few other
+things it may ask of a hook.
 
 Same meaning as Haystack 3.x (``haystack.hooks.protocol``), with one rule that durability adds:
 a hook runs as workflow code, so it must be deterministic (no I/O, no wall clock, no
 randomness, no threads). A hook that needs I/O awaits an activity from ``run_async``.
+
+Beyond ``run``/``run_async`` the run loop looks for these protocols (``isinstance`` checks,
+nothing else is duck-typed):
+
+- :class:`HasMemory`: memory kept across continue-as-new (``snapshot``/``restore``);
+- :class:`WarmsUp` and :class:`Closes`: lifecycle, once per workflow run;
+- :class:`OffloadsInToolActivity`: an ``after_tool`` hook that wants the tool activity itself
+  to write a big result to a store, so the result never enters history;
+- :class:`ReportsPending` (on a run extension, not a hook): how many decisions a run awaits.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agent.state import State
+from core.spec import (
+    AFTER_RUN,
+    AFTER_TOOL,
+    BEFORE_LLM,
+    BEFORE_RUN,
+    BEFORE_TOOL,
+    ON_EXIT,
+    VALID_HOOK_POINTS,
+    HookPoint,
+)
+from core.state import State
 
-HookPoint = Literal["before_run", "before_llm", "before_tool", "after_tool", "on_exit", "after_run"]
+if TYPE_CHECKING:
+    from activities.tool_results import OffloadInstruction
 
-BEFORE_RUN: HookPoint = "before_run"
-BEFORE_LLM: HookPoint = "before_llm"
-BEFORE_TOOL: HookPoint = "before_tool"
-AFTER_TOOL: HookPoint = "after_tool"
-ON_EXIT: HookPoint = "on_exit"
-AFTER_RUN: HookPoint = "after_run"
-VALID_HOOK_POINTS: tuple[HookPoint, ...] = get_args(HookPoint)
+__all__ = [
+    "AFTER_RUN",
+    "AFTER_TOOL",
+    "BEFORE_LLM",
+    "BEFORE_RUN",
+    "BEFORE_TOOL",
+    "ON_EXIT",
+    "VALID_HOOK_POINTS",
+    "Closes",
+    "HasMemory",
+    "Hook",
+    "HookPoint",
+    "OffloadsInToolActivity",
+    "ReportsPending",
+    "WarmsUp",
+]
 
 
 @runtime_checkable
@@ -43,4 +73,83 @@ class Hook(Protocol):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Hook:
         """Rebuild from :meth:`to_dict`'s output."""
+        ...
+
+
+@runtime_checkable
+class HasMemory(Protocol):
+    """A hook that remembers something across steps (``AskOncePolicy``'s confirmed calls).
+
+    A long run continues as new with a fresh workflow run and a hook rebuilt from its spec;
+    the run loop carries what ``snapshot`` returned into the next run and hands it to
+    ``restore`` before the first step there.
+    """
+
+    def snapshot(self) -> Any:
+        """The memory, as JSON-serialisable data (it is recorded in history)."""
+        ...
+
+    def restore(self, data: Any) -> None:
+        """Take back what :meth:`snapshot` returned.
+
+        :param data: The snapshot, after a JSON round trip.
+        """
+        ...
+
+
+@runtime_checkable
+class WarmsUp(Protocol):
+    """A hook with set-up to do once per workflow run, before its first point runs.
+
+    Called at the start of every workflow run (so again after continue-as-new and after the
+    worker rebuilds the run on replay). It is workflow code: deterministic, no I/O. Resources
+    that need I/O belong to the worker and are reached through an activity.
+    """
+
+    def warm_up(self) -> None:
+        """Prepare (e.g. load a token counter's encoding from the process cache)."""
+        ...
+
+
+@runtime_checkable
+class Closes(Protocol):
+    """A hook with something to release when the workflow run ends (also when it fails).
+
+    Workflow code, like :meth:`WarmsUp.warm_up`.
+    """
+
+    def close(self) -> None:
+        """Release what :meth:`WarmsUp.warm_up` prepared."""
+        ...
+
+
+@runtime_checkable
+class OffloadsInToolActivity(Protocol):
+    """An ``after_tool`` hook that may have the tool activity write a result to a store itself.
+
+    Before each tool call the run loop asks the ``after_tool`` hooks in order; the first
+    instruction wins and travels with the call, so a multi-MB result is written on the worker
+    and only a pointer comes back into history. The hook must then recognise (and skip) the
+    results the activity already offloaded.
+    """
+
+    def activity_offload(
+        self, state: State, tool_name: str, call_id: str | None, position: int
+    ) -> OffloadInstruction | None:
+        """The instruction for this call, or None to leave the result to the hook's own turn.
+
+        :param state: The run's State before the call.
+        :param tool_name: The tool to be called.
+        :param call_id: The call's id (None for id-less calls).
+        :param position: The call's position in this step's batch.
+        """
+        ...
+
+
+@runtime_checkable
+class ReportsPending(Protocol):
+    """A run extension (``RunContext.extensions``) that holds requests waiting for a person."""
+
+    def pending_count(self) -> int:
+        """How many requests wait for a decision now."""
         ...

@@ -9,8 +9,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from agent.messages import ChatMessage, ChatRole, ToolCall
-from agent.tools import ToolSpec
+from core.messages import ChatMessage, ChatRole, ToolCall
+from core.tools import ToolSpec
 
 
 def call(name: str, call_id: str, **arguments: Any) -> ToolCall:

@@ -15,8 +15,8 @@ import pytest
 from temporalio.client import Client
 
 from agent.client import connect
-from agent.devstack import DevStack
-from agent.scripted_model import ScriptedModelServer
+from agent.dev.scripted_model import ScriptedModelServer
+from agent.dev.stack import DevStack
 from tests.tools import TEST_TOOLS
 from worker import create_worker
 

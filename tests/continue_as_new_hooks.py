@@ -7,12 +7,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.messages import ChatMessage
-from agent.payloads import ModelCallInput
-from agent.state import State, replace_values
+from activities.model import ModelCallInput
+from core.messages import ChatMessage
+from core.serialization import default_from_dict, default_to_dict
+from core.state import State, replace_values
 from hooks import hook
-from hooks.serialization import default_from_dict, default_to_dict
-from workflows.calls import call_model
+from hooks.context import call_model_from_hook
 
 
 class StepMemoryHook:
@@ -57,10 +57,10 @@ class SideCallHook:
         if state.data["step_count"] % self.every:
             return
         prompt = f"Note step {state.data['step_count']}."
-        output = await call_model(
+        output = await call_model_from_hook(
             ModelCallInput(model=self.model, messages=[ChatMessage.from_user(prompt)], purpose="hook")
         )
-        state.set("side_tokens", (state.data.get("side_tokens") or 0) + output.usage.total_tokens)
+        state.set("side_tokens", (state.data.get("side_tokens") or 0) + output.usage["total_tokens"])
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, model=self.model, every=self.every)

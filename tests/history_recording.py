@@ -11,7 +11,7 @@ from pathlib import Path
 
 def record_in_dev_stack(record: Callable[[str], Awaitable[None]]) -> None:
     """Start a headless DevStack, apply its environment, ``await record(address)``, stop it."""
-    from agent.devstack import DevStack
+    from agent.dev.stack import DevStack
 
     async def main() -> None:
         with tempfile.TemporaryDirectory() as tmp, DevStack(Path(tmp), with_ui=False, persist_s3=False) as dev:

@@ -8,9 +8,9 @@ import json
 import os
 from pathlib import Path
 
-from agent.messages import ChatMessage
-from agent.state import State, replace_values
-from agent.tools import current_tool_context, tool
+from core.messages import ChatMessage
+from core.state import State, replace_values
+from core.tools import current_tool_context, tool
 from hooks import hook
 
 

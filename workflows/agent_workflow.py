@@ -13,24 +13,21 @@ from pydantic import TypeAdapter
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from agent.agent import Agent
-    from agent.messages import ChatMessage, ToolCall
-    from agent.payloads import (
-        AgentRunInput,
-        AgentRunResult,
-        ModelCallInput,
-        RunSnapshot,
-        RunStatus,
-        TokenUsage,
-        ToolInvocationInput,
-    )
-    from agent.state import State, replace_values
-    from hooks.protocol import AFTER_RUN, AFTER_TOOL, BEFORE_LLM, BEFORE_RUN, BEFORE_TOOL, ON_EXIT
-    from workflows.calls import call_model, call_tool, reset_hook_token_usage
-    from workflows.run_context import RunContext, set_current_run
+    from activities.model import ModelCallInput, call_model
+    from activities.tool_results import OffloadInstruction
+    from activities.tools import ToolInvocationInput, call_tool
+    from core.messages import ChatMessage, ToolCall
+    from core.payloads import AgentRunInput, AgentRunResult, RunSnapshot, RunStatus, add_usage
+    from core.spec import AFTER_RUN, AFTER_TOOL, BEFORE_LLM, BEFORE_RUN, BEFORE_TOOL, ON_EXIT, AgentSpec
+    from core.state import State, replace_values
+    from core.wire import RUN_STATUS_QUERY, WORKFLOW_TYPE
+    from hooks.context import RunContext, set_current_run
+    from hooks.family import family_workflow_handlers
+    from hooks.protocol import Closes, HasMemory, OffloadsInToolActivity, WarmsUp
     from workflows.stored_conversation import StoredConversation
 
-from workflows.confirmation_handlers import ConfirmationHandlers
+    # The hook families' Signal, Update and Query handlers, as base classes of the workflow.
+    FAMILY_HANDLERS = family_workflow_handlers()
 
 EXIT_TEXT = "text"
 EXIT_MAX_STEPS = "max_agent_steps"
@@ -47,36 +44,29 @@ def model_exit_reason(reply: ChatMessage) -> str | None:
     return EXIT_TEXT if reply.text else None
 
 
-def add_usage(total: dict[str, int], usage: dict[str, Any]) -> dict[str, int]:
-    """Cumulative token usage: numeric keys are summed."""
-    out = dict(total)
-    for key, value in usage.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = out.get(key, 0) + int(value)
-    return out
+@workflow.defn(name=WORKFLOW_TYPE)
+class AgentWorkflow(*FAMILY_HANDLERS):
+    """One agent run. Workflow id = run id.
 
-
-@workflow.defn(name="AgentWorkflow")
-class AgentWorkflow(ConfirmationHandlers):
-    """One agent run. Workflow id = run id."""
+    The hook families' Signal, Update and Query handlers (``HookFamily.workflow_handlers``) are
+    its base classes; they read the run through ``self._context``.
+    """
 
     def __init__(self) -> None:
         self._context: RunContext | None = None
         self._done = False
         self._continuations = 0
-        self._hook_usage = [TokenUsage()]
         self._conversation = StoredConversation()
 
     # -- queries -----------------------------------------------------------------------------
 
-    @workflow.query(name="run_status")
+    @workflow.query(name=RUN_STATUS_QUERY)
     def run_status(self) -> RunStatus:
         """Where the run is: step, phase, approvals pending, exit reason once done."""
         context = self._context
         if context is None:
             return RunStatus(run_id=workflow.info().workflow_id, step_count=0, phase="starting")
-        desk = context.extensions.get("confirmations")
-        pending = len(desk.pending()) if desk is not None else 0
+        pending = context.pending_count()
         data = context.state.data
         return RunStatus(
             run_id=context.run_id,
@@ -87,7 +77,7 @@ class AgentWorkflow(ConfirmationHandlers):
             exit_reason=data.get("exit_reason") if self._done else None,
             done=self._done,
             token_usage=data.get("token_usage") or {},
-            hook_token_usage=self._hook_usage[0],
+            hook_token_usage=context.hook_token_usage,
             continuations=self._continuations,
         )
 
@@ -95,13 +85,32 @@ class AgentWorkflow(ConfirmationHandlers):
 
     @workflow.run
     async def run(self, run_input: AgentRunInput) -> AgentRunResult:
-        agent = Agent.from_dict(run_input.agent)
+        agent = AgentSpec.from_dict(run_input.agent)
         state = self._initial_state(agent, run_input)
-        context = RunContext(run_id=workflow.info().workflow_id, agent=agent, state=state)
+        snapshot = run_input.snapshot
+        context = RunContext(
+            run_id=workflow.info().workflow_id,
+            agent=agent,
+            state=state,
+            hook_token_usage=dict(snapshot.hook_token_usage) if snapshot else {},
+        )
         self._context = context
         set_current_run(context)
+        hooks = agent.distinct_hooks()
+        for hook in hooks:
+            if isinstance(hook, WarmsUp):
+                hook.warm_up()
+        try:
+            return await self._run(agent, run_input)
+        finally:
+            for hook in hooks:
+                if isinstance(hook, Closes):
+                    hook.close()
+
+    async def _run(self, agent: AgentSpec, run_input: AgentRunInput) -> AgentRunResult:
+        context = self._require_context()
+        state = context.state
         snapshot = run_input.snapshot
-        self._hook_usage = reset_hook_token_usage(snapshot.hook_token_usage if snapshot else None)
         if snapshot is not None:
             self._continuations = snapshot.continuations
             if snapshot.conversation is not None:
@@ -202,7 +211,7 @@ class AgentWorkflow(ConfirmationHandlers):
         return keep_going
 
     @staticmethod
-    def _exit_condition_tool(agent: Agent, calls: list[ToolCall], tool_messages: list[ChatMessage]) -> str | None:
+    def _exit_condition_tool(agent: AgentSpec, calls: list[ToolCall], tool_messages: list[ChatMessage]) -> str | None:
         """The exit-condition tool that ran without error; an errored one cancels the exit (as Haystack)."""
         if agent.exit_conditions == [EXIT_TEXT]:
             return None
@@ -252,13 +261,14 @@ class AgentWorkflow(ConfirmationHandlers):
 
         return list(await asyncio.gather(*(run_one(i, c) for i, c in enumerate(calls))))
 
-    def _offload_instruction(self, call: ToolCall, position: int) -> Any:
+    def _offload_instruction(self, call: ToolCall, position: int) -> OffloadInstruction | None:
         """The first after_tool hook that wants the tool activity to offload this call's result."""
         context = self._require_context()
         for hook in context.agent.hooks.get(AFTER_TOOL, []):
-            ask = getattr(hook, "activity_offload", None)
-            if ask is not None and (instruction := ask(context.state, call.tool_name, call.id, position)) is not None:
-                return instruction
+            if isinstance(hook, OffloadsInToolActivity):
+                instruction = hook.activity_offload(context.state, call.tool_name, call.id, position)
+                if instruction is not None:
+                    return instruction
         return None
 
     # -- hooks -------------------------------------------------------------------------------
@@ -274,15 +284,15 @@ class AgentWorkflow(ConfirmationHandlers):
                 hook.run(context.state)
 
     @staticmethod
-    def _hooks_with_memory(agent: Agent) -> dict[str, Any]:
+    def _hooks_with_memory(agent: AgentSpec) -> dict[str, HasMemory]:
         return {
             f"{point}/{index}": hook
             for point, hooks in agent.hooks.items()
             for index, hook in enumerate(hooks)
-            if callable(getattr(hook, "snapshot", None))
+            if isinstance(hook, HasMemory)
         }
 
-    def _restore_hook_memory(self, agent: Agent, memory: dict[str, Any]) -> None:
+    def _restore_hook_memory(self, agent: AgentSpec, memory: dict[str, Any]) -> None:
         for key, hook in self._hooks_with_memory(agent).items():
             if key in memory:
                 hook.restore(memory[key])
@@ -290,7 +300,7 @@ class AgentWorkflow(ConfirmationHandlers):
     # -- state, continue-as-new, result ------------------------------------------------------
 
     @staticmethod
-    def _initial_state(agent: Agent, run_input: AgentRunInput) -> State:
+    def _initial_state(agent: AgentSpec, run_input: AgentRunInput) -> State:
         if run_input.snapshot is not None:
             data = dict(run_input.snapshot.state)
             data["messages"] = [ChatMessage.model_validate(m) for m in data.get("messages", [])]
@@ -318,14 +328,14 @@ class AgentWorkflow(ConfirmationHandlers):
         data.update(run_input.state)
         return State(schema=agent.state_schema, data=data)
 
-    def _should_continue_as_new(self, agent: Agent) -> bool:
+    def _should_continue_as_new(self, agent: AgentSpec) -> bool:
         info = workflow.info()
         return (
             info.is_continue_as_new_suggested()
             or info.get_current_history_length() >= agent.continue_as_new_after_events
         )
 
-    def _snapshot_input(self, agent: Agent, run_input: AgentRunInput) -> AgentRunInput:
+    def _snapshot_input(self, agent: AgentSpec, run_input: AgentRunInput) -> AgentRunInput:
         state = self._require_context().state
         data = {k: v for k, v in state.data.items() if k != "tools"}
         # Carry only a stored prefix the messages still start with: a hook may have rewritten the
@@ -334,13 +344,13 @@ class AgentWorkflow(ConfirmationHandlers):
         snapshot = RunSnapshot(
             state=data,
             hook_memory={key: hook.snapshot() for key, hook in self._hooks_with_memory(agent).items()},
-            hook_token_usage=self._hook_usage[0],
+            hook_token_usage=self._require_context().hook_token_usage,
             continuations=self._continuations + 1,
             conversation=None if head is None else (len(state.data["messages"]) - len(tail), head),
         )
         return AgentRunInput(agent=run_input.agent, hook_context=run_input.hook_context, snapshot=snapshot)
 
-    def _result(self, agent: Agent) -> AgentRunResult:
+    def _result(self, agent: AgentSpec) -> AgentRunResult:
         data = self._require_context().state.data
         messages = data["messages"]
         return AgentRunResult(
@@ -349,7 +359,7 @@ class AgentWorkflow(ConfirmationHandlers):
             exit_reason=data.get("exit_reason"),
             step_count=data.get("step_count", 0),
             token_usage=data.get("token_usage") or {},
-            hook_token_usage=self._hook_usage[0],
+            hook_token_usage=self._require_context().hook_token_usage,
             tool_call_counts=data.get("tool_call_counts") or {},
             state={key: data[key] for key in agent.state_schema if key in data},
             continuations=self._continuations,

@@ -8,7 +8,7 @@ earlier messages (compaction, a confirmation that edits a call) just moves that 
 
 from __future__ import annotations
 
-from agent.messages import ChatMessage
+from core.messages import ChatMessage
 
 
 def common_prefix_length(a: list[ChatMessage], b: list[ChatMessage]) -> int:

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from temporalio import workflow
-
-from agent.messages import ChatMessage
-from agent.state import State
-from hooks.serialization import default_from_dict, default_to_dict
-from workflows.calls import hook_token_usage
+from core.messages import ChatMessage
+from core.serialization import default_from_dict, default_to_dict
+from core.state import State
+from hooks.context import current_run_or_none, run_logger
 
 EXIT_REASON = "token_budget_exceeded"
 FINAL_MESSAGE_TEXT = "The Agent stopped because the token budget was exceeded."
 
 _INPUT_KEYS = ("prompt_tokens", "input_tokens")
 _OUTPUT_KEYS = ("completion_tokens", "output_tokens")
-_module_logger = logging.getLogger("hooks.budget")
 
 
 def _first_number(usage: dict[str, Any], keys: tuple[str, ...]) -> int:
@@ -44,7 +40,7 @@ class TokenBudgetHook:
     (also when an ``on_exit`` hook is keeping a text-only loop alive with ``continue_run``).
 
     What counts is State's ``token_usage``: the agent's own model calls, as in Haystack. Model calls
-    made by hooks (summaries) are counted apart (``workflows.calls.hook_token_usage()``) and added
+    made by hooks (summaries) are counted apart (``RunContext.hook_token_usage``) and added
     only with ``include_hook_usage=True``.
 
     :param max_total_tokens: The budget, in total tokens.
@@ -66,7 +62,8 @@ class TokenBudgetHook:
         """Tokens counted against the budget so far."""
         used = total_tokens(state.data.get("token_usage"))
         if self.include_hook_usage:
-            used += hook_token_usage().total_tokens
+            run = current_run_or_none()
+            used += total_tokens(run.hook_token_usage) if run is not None else 0
         return used
 
     def run(self, state: State) -> None:
@@ -74,8 +71,7 @@ class TokenBudgetHook:
         used = self.used_tokens(state)
         if used < self.max_total_tokens:
             return
-        logger = workflow.logger if workflow.in_workflow() else _module_logger
-        logger.warning(
+        run_logger(__name__).warning(
             "The agent reached its token budget of %s (%s used); stopping before the next model call.",
             self.max_total_tokens,
             used,

@@ -6,12 +6,23 @@ tool results (``ToolResultPruningCompactor``) or summarise with the model
 (``SummarizationCompactor``). Token counters measure the conversation.
 """
 
+from hooks.compaction.encodings import load_encoding
 from hooks.compaction.hooks import CompactionHook, estimate_context_tokens
+from hooks.compaction.protocol import Compactor
 from hooks.compaction.sliding_window import SlidingWindowCompactor
 from hooks.compaction.summarization import SummarizationCompactor
 from hooks.compaction.token_counters import ApproximateTokenCounter, TiktokenTokenCounter, TokenCounter
 from hooks.compaction.tool_result_pruning import ToolResultPruningCompactor
-from hooks.compaction.types import Compactor
+from hooks.family import HookFamily
+
+
+def _preload_default_encoding() -> None:
+    # Token counting runs inside workflow tasks; loading o200k_base there would take about a
+    # second of the task's deadline, so each worker process loads it (from local files) first.
+    load_encoding("o200k_base")
+
+
+FAMILY = HookFamily(name="compaction", warm_up=_preload_default_encoding)
 
 __all__ = [
     "ApproximateTokenCounter",

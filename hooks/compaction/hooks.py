@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agent.messages import ChatMessage
-from agent.state import State, replace_values
+from core.messages import ChatMessage
+from core.serialization import default_to_dict, object_from_dict, object_to_dict
+from core.state import State, replace_values
+from hooks.compaction.protocol import Compactor
 from hooks.compaction.token_counters import ApproximateTokenCounter, TokenCounter, Tools
-from hooks.compaction.types import Compactor
-from hooks.compaction.utils import last_assistant_index, run_logger
-from hooks.serialization import default_to_dict, object_from_dict, object_to_dict
+from hooks.compaction.utils import last_assistant_index
+from hooks.context import run_logger
+from hooks.protocol import WarmsUp
 
 
 def estimate_context_tokens(
@@ -95,6 +97,12 @@ class CompactionHook:
             compacted = self.compactor.compact(messages, target_tokens, self.token_counter)
             self._apply(state, messages, compacted, target_tokens, overhead)
 
+    def warm_up(self) -> None:
+        """Warm up the token counter and the compactor (the run loop calls this once per workflow run)."""
+        for part in (self.token_counter, self.compactor):
+            if isinstance(part, WarmsUp):
+                part.warm_up()
+
     async def run_async(self, state: State) -> None:
         """Compact ``state.data["messages"]`` with ``compactor.compact_async`` when it is over the trigger."""
         plan = self._plan(state)
@@ -117,7 +125,7 @@ class CompactionHook:
             return None
         overhead = estimated - self.token_counter.count(messages)
         if overhead < 0:
-            run_logger().warning(
+            run_logger(__name__).warning(
                 "The token counter measures the messages at more tokens than the estimated request (%s > %s); it may "
                 "overestimate: consider a more accurate TokenCounter.",
                 estimated - overhead,
@@ -148,7 +156,7 @@ class CompactionHook:
             last = last_assistant_index(compacted)
             accounted = compacted if last < 0 else compacted[: last + 1]
             state.set("context_tokens", self.token_counter.count(accounted) + overhead)
-        run_logger().debug(
+        run_logger(__name__).debug(
             "Compacted the conversation at step %s from %s to %s messages, targeting %s tokens.",
             state.data.get("step_count", 0),
             len(before),

@@ -15,8 +15,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from agent.messages import ChatMessage
-from agent.tools import ToolSpec
+from core.messages import ChatMessage
+from core.tools import ToolSpec
 
 
 def _call_id(call_id: str | None, include: bool) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.messages import ChatMessage, ChatRole
+from core.messages import ChatMessage, ChatRole
+from core.serialization import default_from_dict, default_to_dict
 from hooks.compaction.token_counters import TokenCounter
 from hooks.compaction.utils import (
     COMPACTION_META_KEY,
@@ -16,7 +17,6 @@ from hooks.compaction.utils import (
     messages_at,
     messages_except,
 )
-from hooks.serialization import default_from_dict, default_to_dict
 
 STRATEGY = "sliding_window"
 _NUM_REMOVED = "{num_removed}"

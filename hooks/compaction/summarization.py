@@ -6,8 +6,9 @@ from typing import Any
 
 from temporalio.exceptions import is_cancelled_exception
 
-from agent.messages import ChatMessage
-from agent.payloads import ModelCallInput
+from activities.model import ModelCallInput
+from core.messages import ChatMessage
+from core.serialization import default_from_dict, default_to_dict
 from hooks.compaction.rendering import render_message
 from hooks.compaction.token_counters import TokenCounter
 from hooks.compaction.utils import (
@@ -18,10 +19,8 @@ from hooks.compaction.utils import (
     is_compaction_message,
     messages_at,
     messages_except,
-    run_logger,
 )
-from hooks.serialization import default_from_dict, default_to_dict
-from workflows.calls import call_model
+from hooks.context import call_model_from_hook, run_logger
 
 STRATEGY = "summarization"
 _OPEN, _CLOSE = "<conversation_summary>", "</conversation_summary>"
@@ -121,7 +120,7 @@ class SummarizationCompactor:
     current-task summary and the newest ``min_keep_steps`` steps. A conversation down to that
     makes ``compact_async`` return None, however small the target.
 
-    Summaries are written by the ``chat_completion`` activity (``workflows.calls.call_model`` with
+    Summaries are written by the ``chat_completion`` activity (``hooks.context.call_model_from_hook`` with
     ``purpose="hook"``), so each is recorded in the run's history and replay never calls the model
     again; its tokens count as hook usage, not the agent's ``token_usage``. A failed call, an empty
     reply or a summary that does not shrink the conversation is logged and the rounds that worked
@@ -246,7 +245,7 @@ class SummarizationCompactor:
 
     async def summarize(self, prompt: list[ChatMessage]) -> str | None:
         """Ask the model for a summary, through the ``chat_completion`` activity (workflow code only)."""
-        output = await call_model(
+        output = await call_model_from_hook(
             ModelCallInput(model=self.model, messages=prompt, settings=self.model_settings, purpose="hook")
         )
         return output.message.text
@@ -280,7 +279,7 @@ class SummarizationCompactor:
     def _report_failure(self, error: Exception) -> None:
         if self.raise_on_failure:
             raise error
-        run_logger().warning(
+        run_logger(__name__).warning(
             "Summarising the conversation for context compaction failed; keeping the last successful result. Error: %s",
             error,
         )

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from agent.messages import ChatMessage
-from agent.tools import ToolSpec
+from core.messages import ChatMessage
+from core.serialization import default_from_dict, default_to_dict
+from core.tools import ToolSpec
 from hooks.compaction.encodings import OFFLINE_ENCODINGS, load_encoding
 from hooks.compaction.rendering import render_conversation, render_tools
-from hooks.serialization import default_from_dict, default_to_dict
 
 Tools = Sequence[ToolSpec | dict[str, Any]]
 
@@ -98,7 +98,13 @@ class TiktokenTokenCounter:
         self.encoding = encoding
 
     def warm_up(self) -> None:
-        """Load the encoding now (a worker does this at start-up, outside any workflow task)."""
+        """Load the encoding into the process cache if it is not there yet.
+
+        ``CompactionHook.warm_up`` calls it when a run starts, so a run's first count never pays for
+        the load. The compaction family's worker warm-up preloads ``o200k_base`` (the default)
+        before the worker polls; ``cl100k_base`` is loaded here, once per process, in the first
+        workflow task of a run that uses it (about a second).
+        """
         load_encoding(self.encoding)
 
     def count(self, messages: Sequence[ChatMessage], tools: Tools | None = None) -> int:

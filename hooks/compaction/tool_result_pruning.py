@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.messages import ChatMessage
+from core.messages import ChatMessage
+from core.serialization import default_from_dict, default_to_dict
 from hooks.compaction.token_counters import TokenCounter
 from hooks.compaction.utils import COMPACTION_META_KEY, replace_tool_results_until_target
-from hooks.serialization import default_from_dict, default_to_dict
 
 STRATEGY = "tool_result_pruning"
 DEFAULT_PLACEHOLDER = "[Tool result removed to free up context. Call `{tool_name}` again if you need it.]"

@@ -12,24 +12,14 @@ Vocabulary (Haystack's):
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from temporalio import workflow
-
-from agent.messages import ChatMessage, ChatRole
+from core.messages import ChatMessage, ChatRole
 from hooks.compaction.token_counters import TokenCounter
 
 #: Meta key marking a message a compactor wrote; its value says which strategy wrote it.
 COMPACTION_META_KEY = "context_compaction"
-
-_module_logger = logging.getLogger("hooks.compaction")
-
-
-def run_logger() -> logging.Logger | logging.LoggerAdapter:
-    """``workflow.logger`` inside a workflow (quiet during replay), the module logger elsewhere."""
-    return workflow.logger if workflow.in_workflow() else _module_logger
 
 
 def is_compaction_message(message: ChatMessage, strategy: str, role: ChatRole | None = None) -> bool:

@@ -6,6 +6,8 @@ the policies, ``ToolExecutionDecision``, ``ConfirmationUIResult``), with a durab
 (``tool_decision``) or validated Update (``submit_tool_decision``), for as long as it takes.
 """
 
+from hooks.family import HookFamily
+from hooks.human_in_the_loop.cli import add_approval_commands
 from hooks.human_in_the_loop.dataclasses import (
     ApprovalNotification,
     ConfirmationUIResult,
@@ -15,15 +17,25 @@ from hooks.human_in_the_loop.dataclasses import (
     ToolExecutionDecision,
     arguments_sha256,
 )
-from hooks.human_in_the_loop.desk import WAITING_FOR_APPROVAL, ConfirmationDesk, DecisionError
+from hooks.human_in_the_loop.desk import ConfirmationDesk, DecisionError
+from hooks.human_in_the_loop.handlers import ConfirmationHandlers
 from hooks.human_in_the_loop.hooks import CONFIRMATION_KEY, ConfirmationHook
+from hooks.human_in_the_loop.notifications import notify_approval_request
 from hooks.human_in_the_loop.policies import AlwaysAskPolicy, AskOncePolicy, NeverAskPolicy
 from hooks.human_in_the_loop.protocol import ConfirmationPolicy, ConfirmationStrategy
 from hooks.human_in_the_loop.strategies import DurableConfirmationStrategy
 
+#: What the rest of the system provides for confirmations: the webhook activity, the Signal,
+#: Update and Query handlers, and the ``pending``/``approve``/``reject``/``modify`` commands.
+FAMILY = HookFamily(
+    name="human_in_the_loop",
+    activities=[notify_approval_request],
+    workflow_handlers=[ConfirmationHandlers],
+    add_cli_commands=add_approval_commands,
+)
+
 __all__ = [
     "CONFIRMATION_KEY",
-    "WAITING_FOR_APPROVAL",
     "AlwaysAskPolicy",
     "ApprovalNotification",
     "AskOncePolicy",

@@ -12,15 +12,13 @@ from dataclasses import dataclass
 from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from core.wire import (
+    PENDING_CONFIRMATIONS_QUERY,
+    SUBMIT_TOOL_DECISION_UPDATE,
+    TOOL_DECISION_SIGNAL,
+    WAITING_RUNS_QUERY,
+)
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
-from hooks.human_in_the_loop.desk import WAITING_FOR_APPROVAL
-
-SUBMIT_TOOL_DECISION = "submit_tool_decision"
-TOOL_DECISION_SIGNAL = "tool_decision"
-PENDING_CONFIRMATIONS_QUERY = "pending_confirmations"
-
-#: Visibility query of the runs that wait for a person (the search attribute the desk upserts).
-WAITING_RUNS_QUERY = f"{WAITING_FOR_APPROVAL.name} = true AND ExecutionStatus = 'Running'"
 
 
 class ConfirmationError(RuntimeError):
@@ -56,7 +54,7 @@ async def submit_decision(handle: WorkflowHandle, decision: ToolDecision) -> Dec
     :raises ConfirmationError: For any other Temporal error.
     """
     try:
-        return await handle.execute_update(SUBMIT_TOOL_DECISION, decision, result_type=DecisionRecord)
+        return await handle.execute_update(SUBMIT_TOOL_DECISION_UPDATE, decision, result_type=DecisionRecord)
     except WorkflowUpdateFailedError as err:
         raise DecisionRefusedError(f"Run '{handle.id}' refused the decision: {_cause_message(err)}") from err
     except RPCError as err:

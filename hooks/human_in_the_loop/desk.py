@@ -1,7 +1,7 @@
 """``ConfirmationDesk``: the per-run place where pending confirmations wait for decisions.
 
 Strategies publish requests here and wait; the workflow's Signal, Update and Query handlers
-(``workflows.confirmation_handlers``) validate and deliver decisions here and read the pending
+(``hooks.human_in_the_loop.handlers``) validate and deliver decisions here and read the pending
 list. One desk per run, kept in ``RunContext.extensions["confirmations"]``.
 
 Everything here is workflow code: deterministic, time from ``workflow.now()``.
@@ -15,6 +15,8 @@ import jsonschema
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 
+from core.wire import WAITING_FOR_APPROVAL
+from hooks.context import current_run
 from hooks.human_in_the_loop.dataclasses import (
     ACTIONS,
     DecisionRecord,
@@ -22,13 +24,9 @@ from hooks.human_in_the_loop.dataclasses import (
     ToolDecision,
     arguments_sha256,
 )
-from workflows.run_context import current_run
 
 #: Key of the desk in ``RunContext.extensions``.
 DESK_KEY = "confirmations"
-
-#: The Bool search attribute that marks runs waiting for a person (``agent pending`` lists them).
-WAITING_FOR_APPROVAL = SearchAttributeKey.for_bool("AgentWaitingForApproval")
 
 
 class DecisionError(ValueError):
@@ -60,6 +58,10 @@ class ConfirmationDesk:
         return desk
 
     # -- what the handlers see ---------------------------------------------------------------
+
+    def pending_count(self) -> int:
+        """How many requests wait for a decision (``RunContext.pending_count`` sums these)."""
+        return len(self.pending())
 
     def pending(self) -> list[PendingConfirmation]:
         """Requests that still wait for a decision, oldest first."""

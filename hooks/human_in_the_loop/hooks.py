@@ -5,20 +5,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agent.messages import ChatMessage, ToolCall
-from agent.state import State, replace_values
-from agent.tools import ToolSpec
+from core.messages import ChatMessage, ToolCall
+from core.serialization import default_to_dict, object_from_dict, object_to_dict
+from core.state import State, replace_values
+from core.tools import ToolSpec
+from hooks._tool_keys import ToolKey, decode_tool_key, encode_tool_key, lookup_by_tool, validate_tool_keys
 from hooks.human_in_the_loop.dataclasses import ToolExecutionDecision
 from hooks.human_in_the_loop.protocol import ConfirmationStrategy
-from hooks.human_in_the_loop.strategies import (
-    MODIFICATION_FEEDBACK_TEMPLATE,
-    REJECTION_FEEDBACK_TEMPLATE,
-    StrategyKey,
-    decode_strategy_key,
-    encode_strategy_key,
-    get_confirmation_strategy,
-)
-from hooks.serialization import default_to_dict, object_from_dict, object_to_dict
+from hooks.human_in_the_loop.strategies import MODIFICATION_FEEDBACK_TEMPLATE, REJECTION_FEEDBACK_TEMPLATE
+from hooks.protocol import HasMemory
 
 #: Where a confirmed or modified call keeps its audit record (``ToolCall.extra``), and where the
 #: tool message answering a rejected call keeps it (``ChatMessage.meta``).
@@ -50,13 +45,11 @@ class ConfirmationHook:
 
     allowed_hook_points = ("before_tool",)
 
-    def __init__(self, confirmation_strategies: dict[StrategyKey, ConfirmationStrategy]) -> None:
+    def __init__(self, confirmation_strategies: dict[ToolKey, ConfirmationStrategy]) -> None:
         if not confirmation_strategies:
             raise ValueError("ConfirmationHook needs at least one confirmation strategy.")
+        validate_tool_keys(confirmation_strategies, "confirmation_strategies")
         for key, strategy in confirmation_strategies.items():
-            names = key if isinstance(key, tuple) else (key,)
-            if not names or not all(isinstance(n, str) and n for n in names):
-                raise ValueError(f"Strategy keys are tool names, tuples of tool names or '*', got {key!r}.")
             if not (callable(getattr(strategy, "run_async", None)) or callable(getattr(strategy, "run", None))):
                 raise ValueError(f"Strategy for {key!r} has no run_async() or run(): {strategy!r}.")
         self.confirmation_strategies = dict(confirmation_strategies)
@@ -85,7 +78,7 @@ class ConfirmationHook:
             tool_name=call.tool_name, execute=True, tool_call_id=call.id, final_tool_params=dict(call.arguments)
         )
         spec = tools.get(call.tool_name)
-        strategy = get_confirmation_strategy(call.tool_name, self.confirmation_strategies)
+        strategy = lookup_by_tool(call.tool_name, self.confirmation_strategies)
         if spec is None or strategy is None or (call.extra and "invalid_arguments" in call.extra):
             return passthrough
         inputs = {
@@ -109,16 +102,16 @@ class ConfirmationHook:
     def snapshot(self) -> dict[str, Any]:
         """Strategies' memory (e.g. ``AskOncePolicy``'s confirmed calls), keyed by encoded key."""
         return {
-            encode_strategy_key(key): strategy.snapshot()
+            encode_tool_key(key): strategy.snapshot()
             for key, strategy in self.confirmation_strategies.items()
-            if callable(getattr(strategy, "snapshot", None))
+            if isinstance(strategy, HasMemory)
         }
 
     def restore(self, data: dict[str, Any]) -> None:
         """Give strategies back what :meth:`snapshot` returned."""
         for raw_key, memory in (data or {}).items():
-            strategy = self.confirmation_strategies.get(decode_strategy_key(raw_key))
-            if strategy is not None and callable(getattr(strategy, "restore", None)):
+            strategy = self.confirmation_strategies.get(decode_tool_key(raw_key))
+            if isinstance(strategy, HasMemory):
                 strategy.restore(memory)
 
     # -- serialisation -----------------------------------------------------------------------
@@ -128,8 +121,7 @@ class ConfirmationHook:
         return default_to_dict(
             self,
             confirmation_strategies={
-                encode_strategy_key(key): object_to_dict(strategy)
-                for key, strategy in self.confirmation_strategies.items()
+                encode_tool_key(key): object_to_dict(strategy) for key, strategy in self.confirmation_strategies.items()
             },
         )
 
@@ -137,7 +129,7 @@ class ConfirmationHook:
     def from_dict(cls, data: dict[str, Any]) -> ConfirmationHook:
         """Rebuild from :meth:`to_dict`'s output."""
         raw = data.get("init_parameters", {}).get("confirmation_strategies", {})
-        return cls({decode_strategy_key(key): object_from_dict(value) for key, value in raw.items()})
+        return cls({decode_tool_key(key): object_from_dict(value) for key, value in raw.items()})
 
     def __repr__(self) -> str:
         return f"ConfirmationHook({self.confirmation_strategies!r})"

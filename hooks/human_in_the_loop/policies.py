@@ -12,7 +12,7 @@ from hooks.human_in_the_loop.protocol import ConfirmationPolicy
 class AlwaysAskPolicy(ConfirmationPolicy):
     """Ask a person before every call."""
 
-    def should_ask(self, tool_name: str, tool_description: str, tool_params: dict[str, Any]) -> bool:  # noqa: ARG002
+    def should_ask(self, tool_name: str, tool_description: str, tool_params: dict[str, Any]) -> bool:
         """Always True."""
         return True
 
@@ -20,7 +20,7 @@ class AlwaysAskPolicy(ConfirmationPolicy):
 class NeverAskPolicy(ConfirmationPolicy):
     """Never ask; every call runs (use it to opt one tool out of a ``"*"`` default)."""
 
-    def should_ask(self, tool_name: str, tool_description: str, tool_params: dict[str, Any]) -> bool:  # noqa: ARG002
+    def should_ask(self, tool_name: str, tool_description: str, tool_params: dict[str, Any]) -> bool:
         """Always False."""
         return False
 
@@ -35,14 +35,14 @@ class AskOncePolicy(ConfirmationPolicy):
     def __init__(self) -> None:
         self._confirmed: dict[str, dict[str, Any]] = {}
 
-    def should_ask(self, tool_name: str, tool_description: str, tool_params: dict[str, Any]) -> bool:  # noqa: ARG002
+    def should_ask(self, tool_name: str, tool_description: str, tool_params: dict[str, Any]) -> bool:
         """False when ``tool_name`` was last confirmed with exactly ``tool_params``."""
         return self._confirmed.get(tool_name) != tool_params
 
     def update_after_confirmation(
         self,
         tool_name: str,
-        tool_description: str,  # noqa: ARG002
+        tool_description: str,
         tool_params: dict[str, Any],
         confirmation_result: ConfirmationUIResult,
     ) -> None:

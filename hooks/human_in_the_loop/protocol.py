@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from core.serialization import default_from_dict, default_to_dict
 from hooks.human_in_the_loop.dataclasses import ConfirmationUIResult, ToolExecutionDecision
-from hooks.serialization import default_from_dict, default_to_dict
 
 
 class ConfirmationPolicy:
@@ -31,10 +31,10 @@ class ConfirmationPolicy:
 
     def update_after_confirmation(
         self,
-        tool_name: str,  # noqa: ARG002
-        tool_description: str,  # noqa: ARG002
-        tool_params: dict[str, Any],  # noqa: ARG002
-        confirmation_result: ConfirmationUIResult,  # noqa: ARG002
+        tool_name: str,
+        tool_description: str,
+        tool_params: dict[str, Any],
+        confirmation_result: ConfirmationUIResult,
     ) -> None:
         """Learn from a person's answer (default: nothing)."""
         return
@@ -43,7 +43,7 @@ class ConfirmationPolicy:
         """JSON-able memory carried across continue-as-new (default: none)."""
         return None
 
-    def restore(self, data: Any) -> None:  # noqa: ARG002
+    def restore(self, data: Any) -> None:
         """Take back what :meth:`snapshot` returned (default: nothing)."""
         return
 

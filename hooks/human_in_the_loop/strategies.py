@@ -11,7 +11,6 @@ same templates and rules as Haystack. No process is held while it waits.
 from __future__ import annotations
 
 import asyncio
-import json
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -19,6 +18,9 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
+from core.serialization import default_to_dict, object_from_dict, object_to_dict
+from core.wire import WAITING_FOR_APPROVAL
+from hooks.context import current_run
 from hooks.human_in_the_loop.dataclasses import (
     ApprovalNotification,
     ConfirmationUIResult,
@@ -26,10 +28,9 @@ from hooks.human_in_the_loop.dataclasses import (
     ToolExecutionDecision,
     arguments_sha256,
 )
-from hooks.human_in_the_loop.desk import WAITING_FOR_APPROVAL, ConfirmationDesk
-from hooks.human_in_the_loop.protocol import ConfirmationPolicy, ConfirmationStrategy
-from hooks.serialization import default_to_dict, object_from_dict, object_to_dict
-from workflows.run_context import current_run
+from hooks.human_in_the_loop.desk import ConfirmationDesk
+from hooks.human_in_the_loop.notifications import notify_approval_request
+from hooks.human_in_the_loop.protocol import ConfirmationPolicy
 
 REJECTION_FEEDBACK_TEMPLATE = "Tool execution for '{tool_name}' was rejected by the user."
 MODIFICATION_FEEDBACK_TEMPLATE = (
@@ -37,9 +38,6 @@ MODIFICATION_FEEDBACK_TEMPLATE = (
 )
 USER_FEEDBACK_TEMPLATE = "With user feedback: {feedback}"
 TIMEOUT_FEEDBACK_TEMPLATE = "No one answered the confirmation request within {timeout}, so the call was not run."
-
-#: The activity that POSTs a pending request to ``notify_url`` (``activities.notifications``).
-NOTIFY_APPROVAL_REQUEST = "notify_approval_request"
 
 NOTIFY_RETRY_POLICY = RetryPolicy(
     initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_interval=timedelta(minutes=10)
@@ -120,7 +118,7 @@ class DurableConfirmationStrategy:
         tool_description: str,
         tool_params: dict[str, Any],
         tool_call_id: str | None = None,
-        confirmation_strategy_context: dict[str, Any] | None = None,  # noqa: ARG002
+        confirmation_strategy_context: dict[str, Any] | None = None,
     ) -> ToolExecutionDecision:
         """Ask (if the policy says so), wait for a decision or the timeout, and apply it.
 
@@ -209,7 +207,7 @@ class DurableConfirmationStrategy:
         async def notify() -> None:
             try:
                 await workflow.execute_activity(
-                    NOTIFY_APPROVAL_REQUEST,
+                    notify_approval_request,
                     notification,
                     start_to_close_timeout=timedelta(seconds=30),
                     schedule_to_close_timeout=self.timeout,
@@ -259,31 +257,3 @@ class DurableConfirmationStrategy:
             f"DurableConfirmationStrategy({self.confirmation_policy!r}, timeout={self.timeout!r}, "
             f"on_timeout={self.on_timeout!r})"
         )
-
-
-# -- the hook's strategy map ---------------------------------------------------------------
-
-
-StrategyKey = str | tuple[str, ...]
-
-
-def get_confirmation_strategy(
-    tool_name: str, confirmation_strategies: dict[StrategyKey, ConfirmationStrategy]
-) -> ConfirmationStrategy | None:
-    """The strategy for ``tool_name``: its own key, else a tuple containing it, else ``"*"``, else None."""
-    if tool_name in confirmation_strategies:
-        return confirmation_strategies[tool_name]
-    for key, strategy in confirmation_strategies.items():
-        if isinstance(key, tuple) and tool_name in key:
-            return strategy
-    return confirmation_strategies.get("*")
-
-
-def encode_strategy_key(key: StrategyKey) -> str:
-    """Tuple keys become JSON-array strings (mapping keys must be strings), as in Haystack."""
-    return json.dumps(list(key)) if isinstance(key, tuple) else key
-
-
-def decode_strategy_key(raw: str) -> StrategyKey:
-    """Inverse of :func:`encode_strategy_key`."""
-    return tuple(json.loads(raw)) if raw.startswith("[") else raw

@@ -1,15 +1,12 @@
 """Tool-result offloading: big tool results go to a store, the conversation keeps a pointer.
 
 Same names and rules as Haystack's ``haystack.hooks.tool_result_offloading``; the store writes
-run in activities (``activities.tool_results.TOOL_RESULT_ACTIVITIES``).
+run in activities (``activities.tool_results``), which this family declares for the worker.
 """
 
-from hooks.tool_result_offloading.hook import (
-    OFFLOADED_META_KEY,
-    RESULT_STORE_CONTEXT_KEY,
-    OffloadTask,
-    ToolResultOffloadHook,
-)
+from activities.tool_results import OFFLOADED_META_KEY, store_tool_result
+from hooks.family import HookFamily
+from hooks.tool_result_offloading.hooks import RESULT_STORE_CONTEXT_KEY, OffloadTask, ToolResultOffloadHook
 from hooks.tool_result_offloading.policies import AlwaysOffload, NeverOffload, OffloadOverChars, OffloadPolicyBase
 from hooks.tool_result_offloading.protocol import OffloadPolicy, ToolResultStore
 from hooks.tool_result_offloading.reader import read_tool_result
@@ -19,6 +16,8 @@ from hooks.tool_result_offloading.stores import (
     ToolResultStoreError,
     store_from_environment,
 )
+
+FAMILY = HookFamily(name="tool_result_offloading", activities=[store_tool_result])
 
 __all__ = [
     "OFFLOADED_META_KEY",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.state import State
-from hooks.serialization import default_from_dict, default_to_dict
+from core.serialization import default_from_dict, default_to_dict
+from core.state import State
 
 
 class OffloadPolicyBase:
@@ -51,7 +51,7 @@ class AlwaysOffload(OffloadPolicyBase):
 
     decides_without_state = True
 
-    def should_offload(self, tool_name: str, result: str, state: State) -> bool:  # noqa: ARG002
+    def should_offload(self, tool_name: str, result: str, state: State) -> bool:
         """Always True."""
         return True
 
@@ -61,7 +61,7 @@ class NeverOffload(OffloadPolicyBase):
 
     decides_without_state = True
 
-    def should_offload(self, tool_name: str, result: str, state: State) -> bool:  # noqa: ARG002
+    def should_offload(self, tool_name: str, result: str, state: State) -> bool:
         """Always False."""
         return False
 
@@ -80,7 +80,7 @@ class OffloadOverChars(OffloadPolicyBase):
             raise ValueError(f"OffloadOverChars threshold must be a non-negative integer, got {threshold!r}.")
         self.threshold = threshold
 
-    def should_offload(self, tool_name: str, result: str, state: State) -> bool:  # noqa: ARG002
+    def should_offload(self, tool_name: str, result: str, state: State) -> bool:
         """True when ``len(result) > threshold``."""
         return len(result) > self.threshold
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from agent.state import State
+from core.state import State
 
 
 @runtime_checkable

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.tools import current_tool_context, tool
+from core.tools import current_tool_context, tool
 from hooks.tool_result_offloading.stores import store_from_environment
 
 #: Most characters one call returns; ask for the next range to read on.

@@ -9,13 +9,18 @@ refuses to read anything outside it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
-from urllib.parse import quote
 
-from hooks.serialization import default_from_dict, default_to_dict
+from botocore.exceptions import BotoCoreError, ClientError
+
+from activities.tool_results import encode_key_segment
+from core.s3 import s3_client, tool_results_bucket
+from core.serialization import default_from_dict, default_to_dict
 
 #: Default local directory for offloaded results (``TOOL_RESULTS_DIR`` overrides it).
 DEFAULT_TOOL_RESULTS_DIR = ".agent-dev/tool-results"
@@ -26,16 +31,6 @@ _SSE_VALUES = (None, "AES256", "aws:kms", "aws:kms:dsse")
 
 class ToolResultStoreError(RuntimeError):
     """The store could not write or read (missing bucket, missing object, access denied, I/O error)."""
-
-
-def encode_key_segment(value: str) -> str:
-    """Percent-encode ``value`` into one path segment (no ``/``), so distinct values stay distinct.
-
-    :raises ValueError: If ``value`` is empty, ``.`` or ``..``.
-    """
-    if value in ("", ".", ".."):
-        raise ValueError(f"{value!r} cannot be used as a key segment.")
-    return quote(value, safe="")
 
 
 def check_relative_key(key: str) -> str:
@@ -131,7 +126,7 @@ class S3ToolResultStore:
 
     boto3 is configured by its own environment (``AWS_ENDPOINT_URL_S3``, ``AWS_ACCESS_KEY_ID``,
     ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``, profiles); the store never names an
-    endpoint. Clients are cached per process (``activities.tool_results.s3_client``). The bucket
+    endpoint. Clients are cached per process (``core.s3.s3_client``). The bucket
     must exist.
 
     :param bucket: The bucket name.
@@ -187,8 +182,6 @@ class S3ToolResultStore:
         return f"{self.prefix}/{run}/" if self.prefix else f"{run}/"
 
     def _client(self) -> Any:
-        from activities.tool_results import s3_client
-
         return s3_client()
 
     def write(self, *, key: str, content: str) -> str:
@@ -246,8 +239,8 @@ class S3ToolResultStore:
             body = self._client().get_object(Bucket=self.bucket, Key=object_key)["Body"].read()
         return body.decode("utf-8")
 
-    def _errors(self, object_key: str) -> _S3Errors:
-        return _S3Errors(self.bucket, object_key)
+    def _errors(self, object_key: str) -> contextlib.AbstractContextManager[None]:
+        return _s3_errors(self.bucket, object_key)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the descriptor (no client, no credentials)."""
@@ -269,33 +262,23 @@ class S3ToolResultStore:
         return f"S3ToolResultStore(bucket={self.bucket!r}, prefix={self.prefix!r}, run_id={self.run_id!r})"
 
 
-class _S3Errors:
-    """Turns botocore errors into :class:`ToolResultStoreError` naming the bucket and key."""
-
-    def __init__(self, bucket: str, key: str) -> None:
-        self.bucket, self.key = bucket, key
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
-        if exc is None:
-            return False
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        if isinstance(exc, ClientError):
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code == "NoSuchBucket":
-                raise ToolResultStoreError(
-                    f"S3 bucket '{self.bucket}' does not exist (check TOOL_RESULTS_BUCKET and AWS_ENDPOINT_URL_S3, "
-                    "or create the bucket)."
-                ) from exc
-            if code in ("NoSuchKey", "404"):
-                raise ToolResultStoreError(f"No tool result at 's3://{self.bucket}/{self.key}'.") from exc
-            raise ToolResultStoreError(f"S3 error {code or exc} for 's3://{self.bucket}/{self.key}': {exc}") from exc
-        if isinstance(exc, BotoCoreError):
-            raise ToolResultStoreError(f"S3 request for 's3://{self.bucket}/{self.key}' failed: {exc}") from exc
-        return False
+@contextlib.contextmanager
+def _s3_errors(bucket: str, key: str) -> Iterator[None]:
+    """Turn botocore errors into :class:`ToolResultStoreError` naming the bucket and key."""
+    try:
+        yield
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code == "NoSuchBucket":
+            raise ToolResultStoreError(
+                f"S3 bucket '{bucket}' does not exist (check TOOL_RESULTS_BUCKET and AWS_ENDPOINT_URL_S3, "
+                "or create the bucket)."
+            ) from exc
+        if code in ("NoSuchKey", "404"):
+            raise ToolResultStoreError(f"No tool result at 's3://{bucket}/{key}'.") from exc
+        raise ToolResultStoreError(f"S3 error {code or exc} for 's3://{bucket}/{key}': {exc}") from exc
+    except BotoCoreError as exc:
+        raise ToolResultStoreError(f"S3 request for 's3://{bucket}/{key}' failed: {exc}") from exc
 
 
 def store_from_environment() -> FileSystemToolResultStore | S3ToolResultStore:
@@ -305,7 +288,7 @@ def store_from_environment() -> FileSystemToolResultStore | S3ToolResultStore:
     "tool-results", server_side_encryption=TOOL_RESULTS_SSE or None)``. Otherwise a
     ``FileSystemToolResultStore`` rooted at ``TOOL_RESULTS_DIR`` (default ``.agent-dev/tool-results``).
     """
-    bucket = os.environ.get("TOOL_RESULTS_BUCKET")
+    bucket = tool_results_bucket()
     if bucket:
         return S3ToolResultStore(
             bucket,

@@ -1,0 +1,248 @@
+"""A scripted OpenAI-compatible model server, on loopback, for tests and the demo.
+
+It is a real HTTP server speaking the Chat Completions wire format, so the real ``openai``
+SDK talks to it. It does not think: it plays back, per model name, a list of scripted
+replies. Everything it returns is labelled (``model: "scripted:<name>"``,
+``system_fingerprint: "scripted-model"``) so no one mistakes it for a real model.
+
+Script entries (JSON):
+  {"text": "..."}                                         a text reply
+  {"tool_calls": [{"name": "t", "arguments": {...}}]}     tool calls ("arguments" may be a raw string;
+                                                           "id" defaults to a fresh call id)
+  {"error": {"status": 429, "message": "...", "retry_after": 0.1}}   an HTTP error
+  any entry + {"times": N}                                repeat it N times
+  any entry + {"finish_reason": "length"}                 override the finish reason
+
+A model whose script is empty calls each offered tool once with placeholder arguments, then
+answers with a labelled summary of the tool results.
+
+Control endpoints: ``PUT /_scripted/scripts/<model>`` (body ``{"responses": [...]}``) and
+``GET /_scripted/requests/<model>`` (the recorded request bodies).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import threading
+import time
+from collections import defaultdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+LABEL = "scripted-model"
+
+
+class _Script:
+    """The replies left for one model name, and the requests it received."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.responses: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.requests: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.call_ids = itertools.count(1)
+
+    def set(self, model: str, responses: list[dict[str, Any]]) -> None:
+        expanded: list[dict[str, Any]] = []
+        for entry in responses:
+            times = int(entry.get("times", 1))
+            expanded.extend([{k: v for k, v in entry.items() if k != "times"}] * times)
+        with self.lock:
+            self.responses[model] = expanded
+            self.requests[model] = []
+
+    def next(self, model: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        with self.lock:
+            self.requests[model].append(body)
+            queue = self.responses.get(model)
+            return queue.pop(0) if queue else None
+
+
+def _estimate_tokens(value: Any) -> int:
+    return max(1, len(json.dumps(value)) // 4)
+
+
+def _unscripted_reply(model: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A model with no script left: call each offered tool once with placeholder arguments
+    taken from the user's words, then summarise the results (so ``agent run`` works offline)."""
+    messages = body.get("messages", [])
+    if not body.get("tools") or any(m.get("role") == "tool" for m in messages):
+        results = [m.get("content", "") for m in messages if m.get("role") == "tool"]
+        summary = "; ".join(results) if results else "nothing to do"
+        return {"text": f"[{LABEL}: no script for '{model}'] Done. Tool results: {summary}"}
+    user_text = next((m.get("content") or "" for m in reversed(messages) if m.get("role") == "user"), "")
+    calls = []
+    for t in body["tools"]:
+        function = t["function"]
+        props = function.get("parameters", {}).get("properties", {})
+        required = function.get("parameters", {}).get("required", list(props))
+        args = {
+            name: (user_text[:60] if props[name].get("type") == "string" else 1) for name in required if name in props
+        }
+        calls.append({"name": function["name"], "arguments": args})
+    return {"tool_calls": calls}
+
+
+def _completion(
+    model: str, entry: dict[str, Any] | None, body: dict[str, Any], call_ids: itertools.count
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    finish_reason = "stop"
+    if entry is None:
+        entry = _unscripted_reply(model, body)
+    if "tool_calls" in entry:
+        message["tool_calls"] = [
+            {
+                "id": call.get("id") or f"call_{next(call_ids)}",
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": call["arguments"]
+                    if isinstance(call.get("arguments"), str)
+                    else json.dumps(call.get("arguments", {})),
+                },
+            }
+            for call in entry["tool_calls"]
+        ]
+        message["content"] = entry.get("text")
+        finish_reason = "tool_calls"
+    else:
+        message["content"] = entry.get("text", "")
+    finish_reason = (entry or {}).get("finish_reason", finish_reason)
+    prompt_tokens = _estimate_tokens(body.get("messages", [])) + _estimate_tokens(body.get("tools", []))
+    completion_tokens = _estimate_tokens(message)
+    return {
+        "id": f"chatcmpl-{LABEL}-{time.monotonic_ns()}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": f"scripted:{model}",
+        "system_fingerprint": LABEL,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def _handler(script: _Script) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            return
+
+        def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _body(self) -> dict[str, Any]:
+            length = int(self.headers.get("Content-Length", 0))
+            return json.loads(self.rfile.read(length) or b"{}")
+
+        def do_PUT(self) -> None:
+            if self.path.startswith("/_scripted/scripts/"):
+                script.set(self.path.rsplit("/", 1)[1], self._body().get("responses", []))
+                self._send(200, {"ok": True})
+            else:
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+        def do_GET(self) -> None:
+            if self.path.startswith("/_scripted/requests/"):
+                with script.lock:
+                    self._send(200, script.requests.get(self.path.rsplit("/", 1)[1], []))
+            elif self.path.rstrip("/").endswith("/models"):
+                self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in script.responses]})
+            else:
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+        def do_POST(self) -> None:
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
+                return
+            body = self._body()
+            model = body.get("model", "")
+            entry = script.next(model, body)
+            if entry is not None and "error" in entry:
+                error = entry["error"]
+                headers = {"Retry-After": str(error["retry_after"])} if "retry_after" in error else None
+                self._send(
+                    int(error.get("status", 500)),
+                    {"error": {"message": error.get("message", f"[{LABEL}] scripted error"), "type": "scripted_error"}},
+                    headers,
+                )
+                return
+            self._send(200, _completion(model, entry, body, script.call_ids))
+
+    return Handler
+
+
+class ScriptedModelServer:
+    """The scripted model on ``127.0.0.1``; start it in-process with :meth:`start`.
+
+    :param port: 0 picks a free port.
+    """
+
+    def __init__(self, port: int = 0) -> None:
+        self._script = _Script()
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self._script))
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """What to put in ``OPENAI_BASE_URL``."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def start(self) -> ScriptedModelServer:
+        self._thread = threading.Thread(target=self._server.serve_forever, name=LABEL, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def script(self, model: str, responses: list[dict[str, Any]]) -> None:
+        """Replace the replies for ``model`` (and forget its recorded requests)."""
+        self._script.set(model, responses)
+
+    def requests(self, model: str) -> list[dict[str, Any]]:
+        """The request bodies received for ``model``, oldest first."""
+        with self._script.lock:
+            return list(self._script.requests.get(model, []))
+
+    def __enter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Run the scripted OpenAI-compatible model server (not a real model).")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
+    parser.add_argument("--script", help="JSON file: {model_name: [entries...]}")
+    args = parser.parse_args()
+    server = ScriptedModelServer(args.port)
+    if args.script:
+        with open(args.script) as f:
+            for model, responses in json.load(f).items():
+                server.script(model, responses)
+    print(f"[{LABEL}] listening at {server.base_url}", flush=True)
+    try:
+        server._server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

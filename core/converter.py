@@ -1,0 +1,107 @@
+"""The project's data converter: pydantic for every payload and, with a bucket configured,
+Temporal's ``ExternalStorage`` on S3 for every payload over a threshold, so no big payload
+enters workflow history (history keeps a small reference; the bytes live in S3).
+
+Worker, client, CLI and tests all call :func:`agent_data_converter`. The configuration comes
+from the environment, and every process of a deployment must see the same one (a worker
+without the bucket cannot read the references a client stored):
+
+- ``TEMPORAL_PAYLOADS_BUCKET`` (falling back to ``TOOL_RESULTS_BUCKET``): the bucket; unset
+  means plain ``pydantic_data_converter``. The bucket must exist.
+- ``TEMPORAL_PAYLOAD_THRESHOLD_BYTES``: payloads of at least this many bytes go to S3
+  (default 262144, 256 KiB; 0 stores every payload).
+- boto3's own variables (``AWS_ENDPOINT_URL_S3``, credentials, region) configure the client.
+
+Objects are written under ``v0/...`` keys by ``S3StorageDriver`` (content-addressed per
+workflow or activity); expire them with a lifecycle rule on that prefix no shorter than the
+longest run plus its retention period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from botocore.exceptions import ClientError
+from temporalio.contrib.aws.s3driver import S3StorageDriver, S3StorageDriverClient
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter, ExternalStorage
+
+from core.s3 import payloads_bucket, s3_client
+
+DEFAULT_PAYLOAD_THRESHOLD_BYTES = 256 * 1024
+
+
+class Boto3StorageDriverClient(S3StorageDriverClient):
+    """``S3StorageDriverClient`` over boto3; blocking calls run in a thread.
+
+    :param client: A boto3 S3 client; by default the process's cached one
+        (``core.s3.s3_client``), so boto3's environment at construction decides
+        endpoint, credentials and region.
+    """
+
+    def __init__(self, client: Any | None = None) -> None:
+        self.client = client if client is not None else s3_client()
+
+    def _client(self) -> Any:
+        return self.client
+
+    async def put_object(self, *, bucket: str, key: str, data: bytes) -> None:
+        """Upload ``data`` to ``bucket``/``key``."""
+        await asyncio.to_thread(self._client().put_object, Bucket=bucket, Key=key, Body=data)
+
+    async def object_exists(self, *, bucket: str, key: str) -> bool:
+        """HEAD the object: False on 404, the error otherwise."""
+        try:
+            await asyncio.to_thread(self._client().head_object, Bucket=bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+        return True
+
+    async def get_object(self, *, bucket: str, key: str) -> bytes:
+        """Download the object's bytes."""
+
+        def download() -> bytes:
+            return self._client().get_object(Bucket=bucket, Key=key)["Body"].read()
+
+        return await asyncio.to_thread(download)
+
+    def describe(self) -> Mapping[str, str]:
+        """Endpoint and region, appended by the driver to its error messages."""
+        meta = self._client().meta
+        return {"endpoint": meta.endpoint_url or "", "client_region": meta.region_name or ""}
+
+
+def payload_threshold_bytes() -> int:
+    """``TEMPORAL_PAYLOAD_THRESHOLD_BYTES`` (default 256 KiB).
+
+    :raises ValueError: If it is not a non-negative integer.
+    """
+    raw = os.environ.get("TEMPORAL_PAYLOAD_THRESHOLD_BYTES", "").strip()
+    if not raw:
+        return DEFAULT_PAYLOAD_THRESHOLD_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"TEMPORAL_PAYLOAD_THRESHOLD_BYTES must be a non-negative integer of bytes, got {raw!r}.")
+    return value
+
+
+def agent_data_converter() -> DataConverter:
+    """The data converter every client and worker of this project uses (see the module docstring).
+
+    :raises ValueError: If ``TEMPORAL_PAYLOAD_THRESHOLD_BYTES`` is malformed.
+    """
+    bucket = payloads_bucket()
+    if bucket is None:
+        return pydantic_data_converter
+    driver = S3StorageDriver(client=Boto3StorageDriverClient(), bucket=bucket)
+    storage = ExternalStorage(drivers=[driver], payload_size_threshold=payload_threshold_bytes())
+    return dataclasses.replace(pydantic_data_converter, external_storage=storage)

@@ -1,0 +1,92 @@
+"""Pydantic payloads of the workflow itself: its input, its snapshot across continue-as-new, its
+result and its status. (Each activity's payloads live beside the activity.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from core.messages import ChatMessage
+
+
+def add_usage(total: dict[str, int], usage: dict[str, Any] | None) -> dict[str, int]:
+    """Cumulative token usage: the numeric keys of ``usage`` added to ``total`` (a new dict).
+
+    The one way usage is summed: the agent's ``token_usage``, hooks' model calls, a budget.
+    """
+    out = dict(total)
+    for key, value in (usage or {}).items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = out.get(key, 0) + int(value)
+    return out
+
+
+class RunSnapshot(BaseModel):
+    """Everything a run carries across continue-as-new.
+
+    :param state: The State's data (messages, counters, extra keys).
+    :param hook_memory: What hooks with ``snapshot()`` returned, keyed ``"point/index"``.
+    :param hook_token_usage: Usage of model calls made by hooks so far.
+    :param continuations: How many times this run has continued as new.
+    :param conversation: ``(message count, head digest)`` of the stored conversation prefix.
+    """
+
+    state: dict[str, Any]
+    hook_memory: dict[str, Any] = Field(default_factory=dict)
+    hook_token_usage: dict[str, int] = Field(default_factory=dict)
+    continuations: int = 0
+    conversation: tuple[int, str] | None = None
+
+
+class AgentRunInput(BaseModel):
+    """Input of ``AgentWorkflow``.
+
+    :param agent: ``Agent.to_dict()``: model, tools by spec, hooks by reference.
+    :param messages: The conversation to start from.
+    :param hook_context: JSON data for hooks (``state["hook_context"]``).
+    :param state: Initial values of ``state_schema`` keys.
+    :param snapshot: Set only when the run continues as new.
+    """
+
+    agent: dict[str, Any]
+    messages: list[ChatMessage] = Field(default_factory=list)
+    hook_context: dict[str, Any] = Field(default_factory=dict)
+    state: dict[str, Any] = Field(default_factory=dict)
+    snapshot: RunSnapshot | None = None
+
+
+class AgentRunResult(BaseModel):
+    """What a finished run returns.
+
+    :param tool_call_counts: Tool calls per tool name, as in Haystack.
+    :param token_usage: The agent's own model calls (cumulative).
+    :param hook_token_usage: Model calls made by hooks (summaries), counted apart.
+    :param state: The values of the ``state_schema`` keys.
+    :param continuations: How many times the run continued as new.
+    """
+
+    messages: list[ChatMessage]
+    last_message: ChatMessage | None = None
+    exit_reason: str | None = None
+    step_count: int = 0
+    token_usage: dict[str, int] = Field(default_factory=dict)
+    hook_token_usage: dict[str, int] = Field(default_factory=dict)
+    tool_call_counts: dict[str, int] = Field(default_factory=dict)
+    state: dict[str, Any] = Field(default_factory=dict)
+    continuations: int = 0
+
+
+class RunStatus(BaseModel):
+    """Answer of the ``run_status`` query."""
+
+    run_id: str
+    step_count: int
+    phase: str
+    waiting_for_approval: bool = False
+    pending_confirmations: int = 0
+    exit_reason: str | None = None
+    done: bool = False
+    token_usage: dict[str, int] = Field(default_factory=dict)
+    hook_token_usage: dict[str, int] = Field(default_factory=dict)
+    continuations: int = 0

@@ -1,0 +1,100 @@
+"""Hooks travel by reference: ``{"type": "module.Class", "init_parameters": {...}}``.
+
+The dict goes into the workflow input, so a run's hook configuration is in its history and
+replay never depends on what the worker happens to hold.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def import_path(obj: Any) -> str:
+    """``module.QualifiedName`` of a class or function.
+
+    :raises ValueError: For lambdas and nested functions, which cannot be imported back.
+    """
+    qualname = getattr(obj, "__qualname__", None)
+    module = getattr(obj, "__module__", None)
+    if not qualname or not module or "<" in qualname:
+        raise ValueError(
+            f"{obj!r} cannot be serialised by import path: use a module-level function or class "
+            "(lambdas and nested functions cannot be imported on the worker)."
+        )
+    return f"{module}.{qualname}"
+
+
+#: Modules that moved, old prefix -> new prefix. Histories of runs started before a move name
+#: the old paths, and replaying them must still rebuild the same hooks.
+MOVED_MODULES: dict[str, str] = {
+    "hooks.tool_result_offloading.hook.": "hooks.tool_result_offloading.hooks.",
+    "hooks.compaction.types.": "hooks.compaction.protocol.",
+    "hooks.serialization.": "core.serialization.",
+    "agent.state.": "core.state.",
+    "agent.messages.": "core.messages.",
+    "agent.tools.": "core.tools.",
+}
+
+
+def current_path(path: str) -> str:
+    """``path`` after the moves in :data:`MOVED_MODULES`."""
+    for old, new in MOVED_MODULES.items():
+        if path.startswith(old):
+            return new + path[len(old) :]
+    return path
+
+
+def import_object(path: str) -> Any:
+    """Resolve ``module.Qualified.Name`` (an old path of a moved module resolves to its new home).
+
+    :raises ValueError: If the module or attribute cannot be found.
+    """
+    path = current_path(path)
+    parts = path.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        module_name = ".".join(parts[:split])
+        try:
+            obj: Any = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            continue
+        try:
+            for attr in parts[split:]:
+                obj = getattr(obj, attr)
+        except AttributeError as exc:
+            raise ValueError(f"Cannot import '{path}': {exc}") from exc
+        return obj
+    raise ValueError(f"Cannot import '{path}': no such module.")
+
+
+def default_to_dict(obj: Any, **init_parameters: Any) -> dict[str, Any]:
+    """The standard serialised form of ``obj`` built with ``init_parameters``."""
+    return {"type": import_path(type(obj)), "init_parameters": init_parameters}
+
+
+def default_from_dict(cls: type[T], data: dict[str, Any]) -> T:
+    """Build ``cls`` from :func:`default_to_dict`'s output."""
+    return cls(**data.get("init_parameters", {}))
+
+
+def object_to_dict(obj: Any) -> dict[str, Any]:
+    """Serialise any object that has ``to_dict`` (a hook, policy, strategy, store, compactor)."""
+    to_dict: Callable[[], dict[str, Any]] | None = getattr(obj, "to_dict", None)
+    if to_dict is None:
+        raise ValueError(f"{type(obj).__name__} has no to_dict(); it cannot travel in a workflow input.")
+    return to_dict()
+
+
+def object_from_dict(data: dict[str, Any]) -> Any:
+    """Rebuild an object serialised by :func:`object_to_dict`, through its class's ``from_dict``.
+
+    :raises ValueError: If ``data`` has no ``type`` or the type cannot be imported.
+    """
+    if "type" not in data:
+        raise ValueError(f"Serialised object has no 'type': {data!r}")
+    cls = import_object(data["type"])
+    from_dict = getattr(cls, "from_dict", None)
+    return from_dict(data) if from_dict is not None else default_from_dict(cls, data)

@@ -1,0 +1,130 @@
+"""``AgentPlugin``: a temporalio Plugin that gives a client, worker or replayer this project's
+data converter and workflow sandbox settings, and gives a worker ``AgentWorkflow`` with every
+activity it needs (as pydantic-ai's ``PydanticAIPlugin`` and the OpenAI Agents integration do).
+
+What a worker gets:
+
+- ``AgentWorkflow`` and the model activity (``chat_completion``);
+- each hook family's activities (``HookFamily.activities``), collected from ``hooks.family``;
+- the tool activity (``invoke_tool``) when the plugin is given tools;
+- each family's warm-up, run once per process before the worker polls.
+
+A client from :func:`agent.connect` carries an ``AgentPlugin`` (without tools); a worker built
+on it gets everything but the tools, which ``create_worker`` adds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.plugin import SimplePlugin
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from activities.model import ModelActivities
+from activities.tools import ToolActivities
+from core.converter import agent_data_converter
+from core.settings import Settings
+from core.tools import Tool
+from core.wire import CHAT_COMPLETION_ACTIVITY
+from hooks.family import family_activities, warm_up_families
+from workflows.agent_workflow import AgentWorkflow
+
+#: Deterministic modules shared by all workflows instead of re-imported into each sandbox:
+#: faster, and module-level caches (tiktoken's encodings, boto3 clients) live once per process.
+#: The run's own code (``workflows``) is still imported into each sandbox and checked there.
+PASSTHROUGH_MODULES = (
+    "core",
+    "activities",
+    "hooks",
+    "tiktoken",
+    "pydantic",
+    "httpx",
+    "openai",
+    "boto3",
+    "botocore",
+    "jsonschema",
+)
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox runner with this project's pass-through modules."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
+    )
+
+
+def _activity_name(activity: Callable[..., Any]) -> str | None:
+    definition = getattr(activity, "__temporal_activity_definition", None)
+    return getattr(definition, "name", None)
+
+
+class AgentPlugin(SimplePlugin):
+    """Data converter, sandbox settings, ``AgentWorkflow`` and its activities.
+
+    :param tools: Tool functions (``@tool``) the worker runs; without them no ``invoke_tool``
+        activity is registered (``create_worker`` passes the tools).
+    :param model_activities: The model client holder; by default one from ``OPENAI_*``.
+    :raises ValueError: On duplicate tool names or a non-``Tool`` in ``tools``.
+    """
+
+    def __init__(self, tools: Sequence[Tool] | None = None, model_activities: ModelActivities | None = None) -> None:
+        self._tool_activities = ToolActivities(list(tools)) if tools is not None else None
+        self._model_activities = model_activities
+        super().__init__(
+            "durable-agent.AgentPlugin",
+            data_converter=agent_data_converter(),
+            workflow_runner=workflow_runner(),
+            workflows=self._add_workflow,
+            activities=self._add_activities,
+            run_context=self._warm_up,
+        )
+
+    @staticmethod
+    def _add_workflow(workflows: Sequence[type] | None) -> list[type]:
+        existing = list(workflows or [])
+        return existing if AgentWorkflow in existing else [*existing, AgentWorkflow]
+
+    def _add_activities(self, activities: Sequence[Callable[..., Any]] | None) -> list[Callable[..., Any]]:
+        """Append the agent's activities, skipping names the worker already registers (another
+        AgentPlugin, e.g. the client's, or the caller's own)."""
+        out = list(activities or [])
+        names = {_activity_name(a) for a in out}
+        wanted: list[Callable[..., Any]] = []
+        if self._tool_activities is not None:
+            wanted.append(self._tool_activities.invoke_tool)
+        model = self._model_activities
+        if model is None and CHAT_COMPLETION_ACTIVITY not in names:
+            model = self._model_activities = ModelActivities()
+        if model is not None:
+            wanted.append(model.chat_completion)
+        wanted.extend(family_activities())
+        for activity in wanted:
+            if _activity_name(activity) not in names:
+                out.append(activity)
+                names.add(_activity_name(activity))
+        return out
+
+    @staticmethod
+    @asynccontextmanager
+    async def _warm_up() -> AsyncIterator[None]:
+        warm_up_families()
+        yield
+
+
+async def connect(address: str | None = None, namespace: str | None = None) -> Client:
+    """A Temporal client with this project's data converter.
+
+    Same as ``Client.connect(address, plugins=[AgentPlugin()])``.
+
+    :param address: Defaults to ``TEMPORAL_ADDRESS`` (``localhost:7233``).
+    :param namespace: Defaults to ``TEMPORAL_NAMESPACE`` (``default``).
+    """
+    settings = Settings.from_env()
+    return await Client.connect(
+        address or settings.temporal_address,
+        namespace=namespace or settings.temporal_namespace,
+        plugins=[AgentPlugin()],
+    )

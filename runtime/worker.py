@@ -1,0 +1,112 @@
+"""The agent worker: ``python worker.py`` (the entry point at the repository root) runs one with
+the demo tools.
+
+``create_worker(client, tools=[...], task_queue=...)`` builds a temporalio ``Worker`` for agent
+runs. ``AgentPlugin`` (``runtime/plugin.py``) supplies the workflow, the activities and the
+warm-ups; this module adds the tools and the worker options tuned for crash recovery.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.model import ModelActivities
+from activities.tools import ToolActivities
+from core.serialization import import_object
+from core.settings import Settings
+from core.tools import Tool
+from runtime.plugin import AgentPlugin, connect
+
+#: Crash recovery: a workflow task stuck on a dead worker's sticky queue moves to the shared
+#: queue after this long (Temporal's default is 5 s). Activity heartbeats (3 s timeout, sent
+#: every second) cover in-flight model and tool calls; see activities/heartbeat.py.
+STICKY_SCHEDULE_TO_START = timedelta(seconds=1)
+HEARTBEAT_THROTTLE = timedelta(seconds=1)
+
+#: The demo's tools, which ``python worker.py`` runs unless ``--tools`` names others.
+DEFAULT_TOOLS = "agent.dev.demo_tools.DEMO_TOOLS"
+
+
+def create_worker(
+    client: Client,
+    tools: list[Tool],
+    task_queue: str | None = None,
+    model_activities: ModelActivities | None = None,
+    extra_workflows: list[type] | None = None,
+    **worker_options: Any,
+) -> Worker:
+    """Build a worker for agent runs.
+
+    :param client: A client from :func:`agent.connect` (it must carry the project's converter).
+    :param tools: The tool functions (``@tool``) this worker can run.
+    :param task_queue: Defaults to ``AGENT_TASK_QUEUE`` (``agent``).
+    :param model_activities: A custom model client holder; by default one from ``OPENAI_*``.
+    :param extra_workflows: Other workflow classes to run on the same worker.
+    :param worker_options: Passed to ``temporalio.worker.Worker`` (override the tuned defaults).
+    :raises ValueError: On duplicate tool names or a non-``Tool`` in ``tools``.
+    """
+    activities: list[Any] = [ToolActivities(tools).invoke_tool]
+    if model_activities is not None:
+        activities.append(model_activities.chat_completion)
+    has_plugin = any(isinstance(p, AgentPlugin) for p in client.config().get("plugins", []))
+    options: dict[str, Any] = {
+        "sticky_queue_schedule_to_start_timeout": STICKY_SCHEDULE_TO_START,
+        "max_heartbeat_throttle_interval": HEARTBEAT_THROTTLE,
+        "default_heartbeat_throttle_interval": HEARTBEAT_THROTTLE,
+        "graceful_shutdown_timeout": timedelta(seconds=5),
+        "max_concurrent_activities": 64,
+    }
+    options.update(worker_options)
+    return Worker(
+        client,
+        task_queue=task_queue or Settings.from_env().task_queue,
+        workflows=list(extra_workflows or []),
+        activities=activities,
+        plugins=[] if has_plugin else [AgentPlugin()],
+        **options,
+    )
+
+
+async def run_worker(client: Client, tools: list[Tool], task_queue: str | None = None) -> None:
+    """Run a worker until SIGINT/SIGTERM."""
+    worker = create_worker(client, tools=tools, task_queue=task_queue)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with worker:
+        logging.getLogger(__name__).info("worker polling task queue %r", worker.task_queue)
+        print(f"worker ready {os.getpid()}", flush=True)  # for supervisors and tests waiting on start-up
+        await stop.wait()
+
+
+async def _connect_and_run(tools: list[Tool], task_queue: str | None) -> None:
+    await run_worker(await connect(), tools, task_queue)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description="Run an agent worker (Temporal address etc. from TEMPORAL_* env vars)."
+    )
+    parser.add_argument(
+        "--tools",
+        default=DEFAULT_TOOLS,
+        help="import path of a list of @tool functions (default: the demo's two tools)",
+    )
+    parser.add_argument("--task-queue", help="task queue to poll (default: $AGENT_TASK_QUEUE or agent)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(_connect_and_run(list(import_object(args.tools)), args.task_queue))
+
+
+if __name__ == "__main__":
+    main()
