@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 #: The repository root, where ``worker.py`` lives.
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).parents[2]  # no resolve(): workflow sandboxes may import this module
 
 
 class DevServerError(RuntimeError):

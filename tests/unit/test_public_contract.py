@@ -1,0 +1,52 @@
+"""The names DESIGN.md's public contract lists stay importable where it lists them."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import agent
+
+CONTRACT = {
+    "agent": ["Agent", "ChatMessage", "ToolCall", "tool", "get_run", "connect", "AgentPlugin"],
+    "hooks": ["hook", "FunctionHook"],
+    "hooks.human_in_the_loop": [
+        "ConfirmationHook",
+        "DurableConfirmationStrategy",
+        "AlwaysAskPolicy",
+        "NeverAskPolicy",
+        "AskOncePolicy",
+    ],
+    "hooks.tool_result_offloading": [
+        "ToolResultOffloadHook",
+        "S3ToolResultStore",
+        "FileSystemToolResultStore",
+        "AlwaysOffload",
+        "NeverOffload",
+        "OffloadOverChars",
+    ],
+    "hooks.compaction": [
+        "CompactionHook",
+        "SlidingWindowCompactor",
+        "ToolResultPruningCompactor",
+        "SummarizationCompactor",
+    ],
+    "hooks.budget": ["TokenBudgetHook"],
+    "hooks.audit": ["AuditHook"],
+    "worker": ["create_worker"],
+}
+
+
+@pytest.mark.parametrize(("module", "names"), list(CONTRACT.items()))
+def test_contract_names_import(module: str, names: list[str]) -> None:
+    imported = importlib.import_module(module)
+    assert [n for n in names if not hasattr(imported, n)] == []
+
+
+def test_lazy_agent_package_exports_what_it_lists() -> None:
+    assert set(agent.__all__) == set(agent._EXPORTS)
+    for name in agent.__all__:
+        assert getattr(agent, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        agent.Nope  # noqa: B018
