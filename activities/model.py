@@ -24,6 +24,7 @@ from temporalio.exceptions import ApplicationError
 from activities.conversation import ConversationStore
 from activities.heartbeat import HEARTBEAT_TIMEOUT, with_heartbeats
 from core.messages import ChatMessage, ChatRole, ToolCall
+from core.spec import DEFAULT_MODEL_RETRY_TIMEOUT
 from core.tools import ToolSpec
 from core.wire import CHAT_COMPLETION_ACTIVITY, NON_RETRYABLE_MODEL_ERROR
 
@@ -68,6 +69,9 @@ class ModelCallOutput(BaseModel):
     usage: dict[str, int] = Field(default_factory=dict)
     conversation_head: str | None = None
 
+
+#: ``ApplicationError.type`` of an answer that is not a chat completion (retried, within the ceiling).
+BAD_RESPONSE_ERROR = "ModelBadResponse"
 
 #: Status codes no retry can fix: bad request, bad key, forbidden, unknown model, unprocessable.
 CLIENT_ERROR_STATUSES = frozenset({400, 401, 403, 404, 422})
@@ -180,10 +184,10 @@ class ModelActivities:
             kwargs["tools"] = to_openai_tools(request.tools)
         kwargs.update(request.settings)
         try:
-            response = await with_heartbeats(self.client.chat.completions.create(**kwargs))
+            raw = await with_heartbeats(self.client.chat.completions.with_raw_response.create(**kwargs))
         except openai.APIStatusError as exc:
             raise _classify(exc) from exc
-        output = from_openai_response(response)
+        output = from_openai_response(_parse_completion(raw))
         if self.conversations is not None and request.purpose == "agent":
             output.conversation_head = await asyncio.to_thread(
                 self.conversations.extend, request.conversation_head, history, [*request.messages, output.message]
@@ -201,6 +205,28 @@ class ModelActivities:
                 non_retryable=True,
             )
         return await asyncio.to_thread(self.conversations.load, head)
+
+
+def _parse_completion(raw: Any) -> Any:
+    """The ``ChatCompletion`` of a raw response, or an error that says what came instead.
+
+    :raises ApplicationError: Retryable, type ``ModelBadResponse``, naming the status, the content
+        type and the first bytes, when the body is not JSON or not a chat completion (a proxy's
+        error page, a truncated body).
+    """
+    response = raw.http_response
+    content_type = response.headers.get("content-type", "(none)")
+    try:
+        completion = raw.parse()
+        completion.choices[0].message  # noqa: B018 - a completion without a choice is no answer
+    except Exception as exc:
+        first = response.content[:200]
+        raise ApplicationError(
+            f"The model endpoint answered HTTP {response.status_code} with {content_type} that is not a chat "
+            f"completion ({type(exc).__name__}); it began with {first!r}",
+            type=BAD_RESPONSE_ERROR,
+        ) from exc
+    return completion
 
 
 def _classify(exc: openai.APIStatusError) -> Exception:
@@ -224,12 +250,16 @@ def _classify(exc: openai.APIStatusError) -> Exception:
     )
 
 
-async def call_model(request: ModelCallInput) -> ModelCallOutput:
-    """Workflow side: run ``chat_completion``; transient errors are retried with backoff."""
+async def call_model(
+    request: ModelCallInput, retry_timeout: timedelta = DEFAULT_MODEL_RETRY_TIMEOUT
+) -> ModelCallOutput:
+    """Workflow side: run ``chat_completion``; transient errors are retried with backoff for at
+    most ``retry_timeout`` in all, then the ``ActivityError`` (its cause is the last failure) is raised."""
     return await workflow.execute_activity_method(
         ModelActivities.chat_completion,
         request,
-        start_to_close_timeout=timedelta(minutes=5),
+        start_to_close_timeout=min(timedelta(minutes=5), retry_timeout),
+        schedule_to_close_timeout=retry_timeout,
         heartbeat_timeout=HEARTBEAT_TIMEOUT,
         retry_policy=MODEL_RETRY_POLICY,
         summary=f"{request.purpose} model call",

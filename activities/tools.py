@@ -111,8 +111,8 @@ class ToolActivities:
         text = result_to_text(result)
         if request.offload is None:
             return ToolInvocationOutput(result=text)
-        text, meta = await offload_in_activity(call.tool_name, text, request.offload)
-        return ToolInvocationOutput(result=text, meta=meta)
+        text, meta, error = await offload_in_activity(call.tool_name, text, request.offload)
+        return ToolInvocationOutput(result=text, meta=meta, error=error)
 
 
 async def call_tool(request: ToolInvocationInput) -> ToolInvocationOutput:

@@ -34,5 +34,7 @@ class Agent(AgentSpec):
         :param hook_context: JSON-serialisable data for hooks (it is recorded in history).
         :param state: Initial values for ``state_schema`` keys.
         :raises ValueError: If ``hook_context`` or ``state`` is not JSON-serialisable, or names unknown keys.
+        :raises core.checks.ConfigurationError: If the namespace lacks a search attribute a hook sets
+            (checked once per client), with the command that registers it.
         """
         return await start_run(self, client, messages, run_id, task_queue, hook_context, state)

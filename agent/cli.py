@@ -11,15 +11,16 @@ import sys
 import uuid
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent.client import connect, get_run
 from agent.dev.demo import demo_agent, run_demo
 from agent.dev.demo_tools import DEMO_TOOLS
 from agent.dev.scripted_model import LABEL, ScriptedModelServer
-from agent.dev.stack import DevStack
+from agent.dev.stack import DEFAULT_S3_PORT, DevStack
 from core.messages import ChatMessage
+from core.payloads import RunHealth
 from core.settings import Settings
 from hooks.family import families
 from runtime.worker import create_worker
@@ -37,9 +38,33 @@ async def cmd_run(args: argparse.Namespace, client: Client) -> int:
 
 
 async def cmd_status(args: argparse.Namespace, client: Client) -> int:
-    status = await get_run(client, args.run_id).status()
-    print(json.dumps(status.model_dump(mode="json"), indent=2))
+    handle = get_run(client, args.run_id)
+    health = await handle.health()
+    try:
+        status = (await handle.status()).model_dump(mode="json")
+    except WorkflowQueryFailedError as err:  # e.g. its workflow task keeps failing
+        status = {"run_id": args.run_id, "query_error": str(err)}
+    print(json.dumps({**status, "health": health.model_dump(mode="json")}, indent=2))
+    for line in health_lines(args.run_id, health):
+        print(f"agent: {line}", file=sys.stderr)
     return 0
+
+
+def health_lines(run_id: str, health: RunHealth) -> list[str]:
+    """One readable line per problem Temporal reports for the run."""
+    lines = []
+    if health.failure:
+        lines.append(f"run {run_id} {health.status.lower()}: {health.failure}")
+    if health.workflow_task_attempts > 1:
+        lines.append(
+            f"run {run_id}: its workflow task keeps failing (attempt {health.workflow_task_attempts}): "
+            f"{health.workflow_task_error or 'no message'}"
+        )
+    for retry in health.retrying_activities:
+        lines.append(
+            f"run {run_id}: {retry.activity_type} is being retried (attempt {retry.attempt}): {retry.last_error}"
+        )
+    return lines
 
 
 async def cmd_result(args: argparse.Namespace, client: Client) -> int:
@@ -53,7 +78,16 @@ async def cmd_result(args: argparse.Namespace, client: Client) -> int:
 
 
 async def cmd_dev(args: argparse.Namespace, client: None) -> int:
-    stack = DevStack(Path(args.data_dir), with_ui=True, temporal_port=args.port, ui_port=args.ui_port)
+    # S3 port: --s3-port, else the one remembered in <data-dir>/s3.port, else DEFAULT_S3_PORT; fixed so
+    # that the env.sh written below stays valid when `agent dev` is restarted.
+    stack = DevStack(
+        Path(args.data_dir),
+        with_ui=True,
+        temporal_port=args.port,
+        ui_port=args.ui_port,
+        s3_port=args.s3_port,
+        default_s3_port=DEFAULT_S3_PORT,
+    )
     scripted = None
     with stack:
         stack.apply_env()
@@ -115,9 +149,20 @@ def build_parser() -> argparse.ArgumentParser:
     result.set_defaults(handler=cmd_result)
 
     dev = sub.add_parser("dev", help="run the embedded stack (Temporal dev server, S3, worker) until Ctrl-C")
-    dev.add_argument("--data-dir", default=".agent-dev", help="where Temporal's SQLite file and logs live")
+    dev.add_argument(
+        "--data-dir",
+        default=".agent-dev",
+        help="where Temporal's SQLite file, S3's recording and port, env.sh and logs live",
+    )
     dev.add_argument("--port", type=int, default=7233, help="Temporal gRPC port on 127.0.0.1 (default 7233)")
     dev.add_argument("--ui-port", type=int, default=8233, help="Temporal UI port (default 8233)")
+    dev.add_argument(
+        "--s3-port",
+        type=int,
+        default=None,
+        help=f"S3 (moto) port on 127.0.0.1 (default {DEFAULT_S3_PORT}, MinIO's); the port used is remembered in "
+        "DATA_DIR/s3.port and reused by the next start without --s3-port, so env.sh stays valid",
+    )
     dev.add_argument("--task-queue", default=settings.task_queue, help="task queue of the worker")
     dev.set_defaults(handler=cmd_dev, needs_client=False)
 

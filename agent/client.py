@@ -8,12 +8,15 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 
+from core.checks import check_search_attributes
 from core.messages import ChatMessage
-from core.payloads import AgentRunInput, AgentRunResult, RunStatus
+from core.payloads import ActivityRetry, AgentRunInput, AgentRunResult, RunHealth, RunStatus
+from core.settings import DEFAULT_WORKFLOW_TASK_TIMEOUT
 from core.spec import AgentSpec
 from core.wire import RUN_STATUS_QUERY, WORKFLOW_TYPE
 from hooks.human_in_the_loop.client import query_pending, submit_decision
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
+from hooks.protocol import NeedsSearchAttributes
 from runtime.plugin import connect
 
 __all__ = ["AgentRunHandle", "connect", "get_run", "start_run"]
@@ -35,6 +38,38 @@ class AgentRunHandle:
     async def status(self) -> RunStatus:
         """The ``run_status`` query: step, phase, approvals pending, exit reason when done."""
         return await self.workflow.query(RUN_STATUS_QUERY, result_type=RunStatus)
+
+    async def health(self) -> RunHealth:
+        """What Temporal knows beyond the status query: the run's status and failure, a workflow task
+        that keeps failing (attempts and last error) and activities being retried (a model call
+        answering 5xx, a tool whose store is down), from ``describe()`` and the history."""
+        description = await self.workflow.describe()
+        raw = description.raw_description
+        health = RunHealth(status=description.status.name if description.status else "UNKNOWN")
+        if raw.HasField("pending_workflow_task"):
+            health.workflow_task_attempts = raw.pending_workflow_task.attempt
+        health.retrying_activities = [
+            ActivityRetry(
+                activity_type=activity.activity_type.name,
+                attempt=activity.attempt,
+                last_error=activity.last_failure.message or None,
+            )
+            for activity in raw.pending_activities
+            if activity.attempt > 1
+        ]
+        if health.workflow_task_attempts > 1 or health.status == "FAILED":
+            health.workflow_task_error, health.failure = await self._last_failures(health.status == "FAILED")
+        return health
+
+    async def _last_failures(self, run_failed: bool) -> tuple[str | None, str | None]:
+        """The last workflow-task failure message, and the run's failure message when it failed."""
+        task_error = run_failure = None
+        async for event in self.workflow.fetch_history_events():
+            if event.HasField("workflow_task_failed_event_attributes"):
+                task_error = event.workflow_task_failed_event_attributes.failure.message
+            elif run_failed and event.HasField("workflow_execution_failed_event_attributes"):
+                run_failure = event.workflow_execution_failed_event_attributes.failure.message
+        return task_error, run_failure
 
     # -- confirmations (hooks.human_in_the_loop) ----------------------------------------------
 
@@ -110,6 +145,12 @@ async def start_run(
         raise ValueError(f"state names keys not in the agent's state_schema: {', '.join(unknown)}.")
     if not messages:
         raise ValueError("A run needs at least one message.")
+    required: dict[str, str] = {}
+    for hook in agent.distinct_hooks():
+        if isinstance(hook, NeedsSearchAttributes):
+            required.update(hook.search_attributes())
+    if required:
+        await check_search_attributes(client, required, needed_by="this agent's hooks")
     run_input = AgentRunInput(agent=agent.to_dict(), messages=messages, hook_context=hook_context, state=state)
     await client.start_workflow(
         WORKFLOW_TYPE,
@@ -117,5 +158,6 @@ async def start_run(
         id=run_id,
         task_queue=task_queue,
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        task_timeout=DEFAULT_WORKFLOW_TASK_TIMEOUT,
     )
     return AgentRunHandle(client, run_id)

@@ -90,3 +90,39 @@ class RunStatus(BaseModel):
     token_usage: dict[str, int] = Field(default_factory=dict)
     hook_token_usage: dict[str, int] = Field(default_factory=dict)
     continuations: int = 0
+
+
+class ActivityRetry(BaseModel):
+    """An activity of the run that has failed at least once and is being retried.
+
+    :param activity_type: ``chat_completion``, ``invoke_tool``, ...
+    :param attempt: The attempt now scheduled or running (2 after one failure).
+    :param last_error: The last attempt's failure message.
+    """
+
+    activity_type: str
+    attempt: int
+    last_error: str | None = None
+
+
+class RunHealth(BaseModel):
+    """What Temporal knows about a run beyond its own status query (from ``describe()``).
+
+    :param status: ``RUNNING``, ``COMPLETED``, ``FAILED``, ``CANCELED``, ``TERMINATED``,
+        ``CONTINUED_AS_NEW`` or ``TIMED_OUT``.
+    :param failure: Why the run failed, when it did (the innermost message).
+    :param workflow_task_attempts: Attempt of the pending workflow task (above 1: it keeps failing).
+    :param workflow_task_error: The last workflow-task failure's message, when the task is failing.
+    :param retrying_activities: Activities on their second or later attempt.
+    """
+
+    status: str
+    failure: str | None = None
+    workflow_task_attempts: int = 0
+    workflow_task_error: str | None = None
+    retrying_activities: list[ActivityRetry] = Field(default_factory=list)
+
+    @property
+    def stuck(self) -> bool:
+        """Whether something is failing and being retried right now."""
+        return self.workflow_task_attempts > 1 or bool(self.retrying_activities)

@@ -70,6 +70,17 @@ def import_object(path: str) -> Any:
     raise ValueError(f"Cannot import '{path}': no such module.")
 
 
+def hook_import_path(hook: Any) -> str:
+    """How messages name a hook: a ``FunctionHook``'s function path, else the class's import path."""
+    name = getattr(hook, "name", None)
+    if isinstance(name, str) and "." in name:
+        return name
+    try:
+        return import_path(type(hook))
+    except ValueError:
+        return type(hook).__qualname__
+
+
 def default_to_dict(obj: Any, **init_parameters: Any) -> dict[str, Any]:
     """The standard serialised form of ``obj`` built with ``init_parameters``."""
     return {"type": import_path(type(obj)), "init_parameters": init_parameters}

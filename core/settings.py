@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 
 from pydantic import BaseModel
 
 DEFAULT_TASK_QUEUE = "agent"
+#: A run's workflow task timeout. A worker killed in the middle of a workflow task holds the run
+#: this long before another worker takes the task over (Temporal's default is 10 s). It must stay
+#: above the longest workflow task: a replay of a run's history after eviction (a run continues
+#: as new at about 4,000 events) takes well under a second here.
+DEFAULT_WORKFLOW_TASK_TIMEOUT = timedelta(seconds=4)
 
 
 class Settings(BaseModel):

@@ -7,6 +7,7 @@ configuration is in its history and replay never depends on what the worker hold
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Literal, get_args
 
 from core.serialization import object_from_dict, object_to_dict
@@ -26,6 +27,7 @@ VALID_HOOK_POINTS: tuple[HookPoint, ...] = get_args(HookPoint)
 DEFAULT_MAX_AGENT_STEPS = 100
 DEFAULT_MAX_CONCURRENT_TOOL_CALLS = 8
 DEFAULT_CONTINUE_AS_NEW_AFTER_EVENTS = 10_000
+DEFAULT_MODEL_RETRY_TIMEOUT = timedelta(minutes=30)
 
 
 def hook_name(hook: Any) -> str:
@@ -68,6 +70,8 @@ class AgentSpec:
     :param max_concurrent_tool_calls: How many tool activities of one step run at once.
     :param continue_as_new_after_events: Continue-as-new at a step boundary once the history
         has this many events (Temporal's own suggestion also triggers it).
+    :param model_retry_timeout: How long one model call is retried (HTTP 5xx, timeouts, bodies
+        that are not completions) before the run fails with the last error; 30 minutes by default.
     :raises ValueError: For an unknown hook point, a hook outside its allowed points, a reserved
         or malformed ``state_schema`` key, duplicate tool names, an exit condition naming no
         tool, or ``max_agent_steps < 1``.
@@ -86,6 +90,7 @@ class AgentSpec:
         model_settings: dict[str, Any] | None = None,
         max_concurrent_tool_calls: int = DEFAULT_MAX_CONCURRENT_TOOL_CALLS,
         continue_as_new_after_events: int = DEFAULT_CONTINUE_AS_NEW_AFTER_EVENTS,
+        model_retry_timeout: timedelta = DEFAULT_MODEL_RETRY_TIMEOUT,
     ) -> None:
         self.model = model
         self.tool_specs: list[ToolSpec] = [
@@ -114,6 +119,11 @@ class AgentSpec:
         if continue_as_new_after_events < 100:
             raise ValueError(f"continue_as_new_after_events must be at least 100, got {continue_as_new_after_events}.")
         self.continue_as_new_after_events = continue_as_new_after_events
+        if not isinstance(model_retry_timeout, timedelta) or model_retry_timeout < timedelta(seconds=1):
+            raise ValueError(
+                f"model_retry_timeout must be a timedelta of at least 1 second, got {model_retry_timeout!r}."
+            )
+        self.model_retry_timeout = model_retry_timeout
 
     def tool_spec(self, name: str) -> ToolSpec | None:
         """The spec of the tool called ``name``, or None."""
@@ -140,6 +150,7 @@ class AgentSpec:
             "model_settings": self.model_settings,
             "max_concurrent_tool_calls": self.max_concurrent_tool_calls,
             "continue_as_new_after_events": self.continue_as_new_after_events,
+            "model_retry_timeout_seconds": self.model_retry_timeout.total_seconds(),
         }
 
     @classmethod
@@ -158,4 +169,7 @@ class AgentSpec:
             model_settings=data.get("model_settings"),
             max_concurrent_tool_calls=data.get("max_concurrent_tool_calls", DEFAULT_MAX_CONCURRENT_TOOL_CALLS),
             continue_as_new_after_events=data.get("continue_as_new_after_events", DEFAULT_CONTINUE_AS_NEW_AFTER_EVENTS),
+            model_retry_timeout=timedelta(
+                seconds=data.get("model_retry_timeout_seconds", DEFAULT_MODEL_RETRY_TIMEOUT.total_seconds())
+            ),
         )

@@ -34,11 +34,21 @@ NOTIFY_APPROVAL_REQUEST_ACTIVITY = "notify_approval_request"
 WAITING_FOR_APPROVAL = SearchAttributeKey.for_bool("AgentWaitingForApproval")
 #: Visibility query of the runs that wait for a person.
 WAITING_RUNS_QUERY = f"{WAITING_FOR_APPROVAL.name} = true AND ExecutionStatus = 'Running'"
+#: Visibility query of every open run, for namespaces without the search attribute.
+RUNNING_RUNS_QUERY = f"WorkflowType = '{WORKFLOW_TYPE}' AND ExecutionStatus = 'Running'"
+#: Memo key under which a run publishes its pending calls (a list of ``PendingSummary``).
+PENDING_MEMO_KEY = "pending_confirmations"
 
 #: ``ApplicationError.type`` of model failures retrying cannot fix (HTTP 400/401/403/404/422).
 NON_RETRYABLE_MODEL_ERROR = "ModelClientError"
 #: ``ApplicationError.type`` of store failures retrying cannot fix (bad key, another run's reference).
 NON_RETRYABLE_STORE_ERROR = "ToolResultStoreRefused"
+#: ``ApplicationError.type`` of the failure that ends a run whose hook raised (non-retryable).
+HOOK_ERROR = "HookError"
+#: ``ApplicationError.type`` of the failure that ends a run whose model call failed for good.
+MODEL_CALL_FAILED = "ModelCallFailed"
+#: ``ApplicationError.type`` of the failure that ends a run whose agent spec the worker cannot rebuild.
+AGENT_SPEC_ERROR = "AgentSpecError"
 #: ``ApplicationError.type`` of a decision refused after the validator passed (two decisions
 #: for the same call in one workflow task).
 DECISION_REFUSED = "DecisionRefused"

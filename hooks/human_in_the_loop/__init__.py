@@ -7,6 +7,7 @@ the policies, ``ToolExecutionDecision``, ``ConfirmationUIResult``), with a durab
 """
 
 from hooks.family import HookFamily
+from hooks.human_in_the_loop.checks import check_waiting_search_attribute
 from hooks.human_in_the_loop.cli import add_approval_commands
 from hooks.human_in_the_loop.dataclasses import (
     ApprovalNotification,
@@ -31,6 +32,7 @@ FAMILY = HookFamily(
     name="human_in_the_loop",
     activities=[notify_approval_request],
     workflow_handlers=[ConfirmationHandlers],
+    check=check_waiting_search_attribute,
     add_cli_commands=add_approval_commands,
 )
 

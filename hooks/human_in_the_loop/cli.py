@@ -22,7 +22,7 @@ from typing import Any
 from temporalio.client import Client
 
 from hooks.human_in_the_loop.client import ConfirmationError, list_waiting_runs, submit_decision
-from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
+from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingSummary, ToolDecision
 
 ARGS_WIDTH = 48
 
@@ -31,7 +31,12 @@ def add_approval_commands(subparsers: Any) -> None:
     """Add ``pending``, ``approve``, ``reject`` and ``modify`` to the CLI's subparsers."""
     pending = subparsers.add_parser("pending", help="list every run waiting for approval, with what it waits for")
     pending.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    pending.add_argument("--limit", type=int, default=100, help="at most this many runs (default 100)")
+    pending.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="at most this many runs (default: every waiting run); a cut list ends with a note saying so",
+    )
     pending.set_defaults(handler=cmd_pending)
 
     def decision_parser(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -70,7 +75,7 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def format_pending_table(rows: list[tuple[str, PendingConfirmation]]) -> str:
+def format_pending_table(rows: list[tuple[str, PendingSummary]]) -> str:
     """A fixed-width table: RUN, CALL, TOOL, ARGUMENTS, REQUESTED, EXPIRES (UTC)."""
     header = ("RUN", "CALL", "TOOL", "ARGUMENTS", "REQUESTED (UTC)", "EXPIRES (UTC)")
     lines = [
@@ -78,7 +83,7 @@ def format_pending_table(rows: list[tuple[str, PendingConfirmation]]) -> str:
             run_id,
             p.tool_call_id,
             p.tool_name,
-            _clip(json.dumps(p.tool_params, ensure_ascii=False, sort_keys=True), ARGS_WIDTH),
+            _clip(p.arguments_preview, ARGS_WIDTH),
             _when(p.requested_at),
             _when(p.expires_at) + (" → confirm" if p.on_timeout == "confirm" else ""),
         )
@@ -92,14 +97,26 @@ def format_pending_table(rows: list[tuple[str, PendingConfirmation]]) -> str:
 
 async def cmd_pending(args: argparse.Namespace, client: Client) -> int:
     """``agent pending``: every pending tool call of every waiting run."""
-    runs = await list_waiting_runs(client, limit=args.limit)
-    rows = [(run.run_id, p) for run in runs for p in run.pending]
+    if args.limit is not None and args.limit < 1:
+        print("error: --limit must be at least 1", file=sys.stderr)
+        return 2
+    listing = await list_waiting_runs(client, limit=args.limit)
+    rows = [(run.run_id, p) for run in listing.runs for p in run.pending]
+    note = (
+        f"Listed the first {len(listing.runs)} waiting runs (--limit {args.limit}); more are waiting."
+        if listing.truncated
+        else None
+    )
     if getattr(args, "json", False):
         print(json.dumps([{"run_id": r, **p.model_dump(mode="json")} for r, p in rows], indent=2))
+        if note:
+            print(note, file=sys.stderr)
     elif not rows:
         print("No run is waiting for approval.")
     else:
         print(format_pending_table(rows))
+        if note:
+            print(note)
     return 0
 
 

@@ -7,18 +7,28 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
-from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecution,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.wire import (
     PENDING_CONFIRMATIONS_QUERY,
+    PENDING_MEMO_KEY,
+    RUNNING_RUNS_QUERY,
     SUBMIT_TOOL_DECISION_UPDATE,
     TOOL_DECISION_SIGNAL,
     WAITING_RUNS_QUERY,
 )
-from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
+from hooks.human_in_the_loop.checks import SEARCH_ATTRIBUTE_ENV
+from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, PendingSummary, ToolDecision
 
 
 class ConfirmationError(RuntimeError):
@@ -88,27 +98,60 @@ async def query_pending(handle: WorkflowHandle) -> list[PendingConfirmation]:
 
 @dataclass
 class WaitingRun:
-    """A run found waiting for approval, with what it waits for."""
+    """A run found waiting for approval, with a summary of each call it waits for."""
 
     run_id: str
-    pending: list[PendingConfirmation]
+    pending: list[PendingSummary]
 
 
-async def list_waiting_runs(client: Client, limit: int = 100) -> list[WaitingRun]:
-    """Runs across the namespace whose ``AgentWaitingForApproval`` search attribute is true, each
-    with its pending requests (runs that were decided meanwhile are left out).
+@dataclass
+class WaitingRuns:
+    """The result of :func:`list_waiting_runs`.
 
-    Visibility is eventually consistent: a run that started waiting a moment ago may not be
-    listed yet.
-
-    :param limit: At most this many runs.
+    :param runs: The waiting runs found, in visibility order.
+    :param truncated: True when ``limit`` cut the list: more runs wait than are listed.
     """
+
+    runs: list[WaitingRun]
+    truncated: bool = False
+
+
+async def list_waiting_runs(
+    client: Client, limit: int | None = None, use_search_attribute: bool | None = None, page_size: int = 1000
+) -> WaitingRuns:
+    """Every run of the namespace that waits for a person, with its pending calls, from one
+    visibility listing (paged by ``page_size``).
+
+    Each run publishes its pending calls in its memo, so no run is queried one by one; only runs
+    started before that memo existed are asked with the ``pending_confirmations`` query. Visibility
+    is eventually consistent: a run that started waiting a moment ago may not be listed yet.
+
+    :param limit: At most this many runs (None: all). When it cuts the list, ``truncated`` says so.
+    :param use_search_attribute: List by ``AgentWaitingForApproval`` (True) or every open agent
+        run's memo (False, for namespaces without the attribute). None: the attribute unless
+        ``AGENT_WAITING_SEARCH_ATTRIBUTE=off``.
+    :param page_size: Runs per visibility page.
+    """
+    if use_search_attribute is None:
+        use_search_attribute = os.environ.get(SEARCH_ATTRIBUTE_ENV, "").strip().lower() != "off"
+    query = WAITING_RUNS_QUERY if use_search_attribute else RUNNING_RUNS_QUERY
     runs: list[WaitingRun] = []
-    async for execution in client.list_workflows(WAITING_RUNS_QUERY, limit=limit):
-        try:
-            pending = await query_pending(client.get_workflow_handle(execution.id))
-        except ConfirmationError:
+    async for execution in client.list_workflows(query, page_size=page_size):
+        pending = await _pending_of(client, execution)
+        if not pending:
             continue
-        if pending:
-            runs.append(WaitingRun(execution.id, pending))
-    return runs
+        if limit is not None and len(runs) >= limit:
+            return WaitingRuns(runs, truncated=True)
+        runs.append(WaitingRun(execution.id, pending))
+    return WaitingRuns(runs)
+
+
+async def _pending_of(client: Client, execution: WorkflowExecution) -> list[PendingSummary]:
+    memo = await execution.memo()
+    if PENDING_MEMO_KEY in memo:
+        return [PendingSummary.model_validate(item) for item in memo[PENDING_MEMO_KEY] or []]
+    try:  # a run from before the memo: ask it
+        pending = await query_pending(client.get_workflow_handle(execution.id, run_id=execution.run_id))
+    except ConfirmationError:
+        return []
+    return [PendingSummary.of(request) for request in pending]

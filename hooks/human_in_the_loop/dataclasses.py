@@ -19,13 +19,21 @@ from pydantic import BaseModel, ConfigDict
 ACTIONS: tuple[str, ...] = ("confirm", "reject", "modify")
 
 
+def canonical_json(arguments: dict[str, Any] | None) -> str:
+    """The canonical JSON of ``arguments``: sorted keys, no spaces, non-ASCII kept as is.
+
+    Its UTF-8 encoding is what :func:`arguments_sha256` hashes and what the desk's size limit
+    on ``new_tool_params`` measures.
+    """
+    return json.dumps(arguments or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def arguments_sha256(arguments: dict[str, Any] | None) -> str:
     """SHA-256 (hex) of the canonical JSON of ``arguments`` (sorted keys, no spaces).
 
     A decision is bound to the arguments it approved through this hash.
     """
-    canonical = json.dumps(arguments or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical_json(arguments).encode("utf-8")).hexdigest()
 
 
 class ConfirmationUIResult(BaseModel):
@@ -103,9 +111,11 @@ class ToolDecision(BaseModel):
 
     :param tool_call_id: The pending call it decides (exactly one call).
     :param action: ``"confirm"``, ``"reject"`` or ``"modify"``.
-    :param feedback: Optional text for the model (a rejection reason, a note on a modification).
+    :param feedback: Optional text for the model (a rejection reason, a note on a modification);
+        at most ``desk.MAX_FEEDBACK_CHARS`` (4,000) characters unless the strategy sets another limit.
     :param new_tool_params: For ``"modify"``: the complete new arguments; they must satisfy the
-        tool's JSON schema.
+        tool's JSON schema and take at most ``desk.MAX_NEW_TOOL_PARAMS_BYTES`` (64 KiB) as compact
+        JSON in UTF-8 unless the strategy sets another limit.
     :param approver: Who decided (recorded in the audit record).
     :param arguments_sha256: Optional: the hash shown in the pending request; when given, the
         decision is refused if the call's arguments do not match it.
@@ -154,3 +164,45 @@ class ApprovalNotification(BaseModel):
     url: str
     run_id: str
     request: PendingConfirmation
+
+
+#: Characters of a call's arguments kept in its summary.
+ARGUMENTS_PREVIEW_CHARS = 200
+
+
+class PendingSummary(BaseModel):
+    """What a run publishes of one pending call in its memo, for listings across the namespace.
+
+    :param tool_call_id: The call to decide.
+    :param tool_name: Its tool.
+    :param arguments_preview: The arguments as compact JSON with sorted keys, cut at
+        :data:`ARGUMENTS_PREVIEW_CHARS` characters (ending in "…" when cut).
+    :param arguments_sha256: Hash of the whole arguments.
+    :param requested_at: When the run started waiting.
+    :param expires_at: When ``on_timeout`` applies.
+    :param on_timeout: What happens then.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    arguments_preview: str
+    arguments_sha256: str = ""
+    requested_at: datetime
+    expires_at: datetime | None = None
+    on_timeout: str = "reject"
+
+    @classmethod
+    def of(cls, request: PendingConfirmation) -> PendingSummary:
+        """The summary of a pending request."""
+        text = json.dumps(request.tool_params, ensure_ascii=False, sort_keys=True)
+        if len(text) > ARGUMENTS_PREVIEW_CHARS:
+            text = text[: ARGUMENTS_PREVIEW_CHARS - 1] + "…"
+        return cls(
+            tool_call_id=request.tool_call_id,
+            tool_name=request.tool_name,
+            arguments_preview=text,
+            arguments_sha256=request.arguments_sha256,
+            requested_at=request.requested_at,
+            expires_at=request.expires_at,
+            on_timeout=request.on_timeout,
+        )

@@ -4,29 +4,96 @@ Strategies publish requests here and wait; the workflow's Signal, Update and Que
 (``hooks.human_in_the_loop.handlers``) validate and deliver decisions here and read the pending
 list. One desk per run, kept in ``RunContext.extensions["confirmations"]``.
 
+Decisions are bounded (issue 12, item 6): a modify's ``new_tool_params`` run with the call
+and are sent to the model with every later request, and ``feedback`` is sent to the model as
+is, so an unbounded decision makes model requests a real model refuses. The limits:
+
+- :data:`MAX_NEW_TOOL_PARAMS_BYTES` (64 KiB) of ``new_tool_params`` as compact JSON in UTF-8
+  (:func:`~hooks.human_in_the_loop.dataclasses.canonical_json`): about 16k tokens, far more
+  than any real tool arguments a person retypes, and small next to Temporal's payload limits
+  (a warning at 512 KiB, an error at 2 MiB per payload) and a model's context;
+- :data:`MAX_FEEDBACK_CHARS` (4,000 characters): a few paragraphs (about 1k tokens, at most
+  16 KB in UTF-8) of reason or instructions, which is what a confirmation note is for.
+
+``DurableConfirmationStrategy`` can set other limits per strategy; they travel with each
+request (:meth:`ConfirmationDesk.publish`), since one desk serves every strategy of a run.
+
 Everything here is workflow code: deterministic, time from ``workflow.now()``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 
-from core.wire import WAITING_FOR_APPROVAL
+from core.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL
 from hooks.context import current_run
 from hooks.human_in_the_loop.dataclasses import (
     ACTIONS,
     DecisionRecord,
     PendingConfirmation,
+    PendingSummary,
     ToolDecision,
     arguments_sha256,
+    canonical_json,
 )
 
 #: Key of the desk in ``RunContext.extensions``.
 DESK_KEY = "confirmations"
+
+#: Default limit on a modify's ``new_tool_params``, in UTF-8 bytes of their compact JSON.
+MAX_NEW_TOOL_PARAMS_BYTES = 64 * 1024
+
+#: Default limit on a decision's ``feedback``, in characters.
+MAX_FEEDBACK_CHARS = 4_000
+
+
+@dataclass(frozen=True)
+class DecisionLimits:
+    """How big a decision on one request may be.
+
+    :param max_new_tool_params_bytes: Limit on ``new_tool_params``, in UTF-8 bytes of their
+        compact JSON.
+    :param max_feedback_chars: Limit on ``feedback``, in characters.
+    :raises ValueError: For a limit that is not a positive integer.
+    """
+
+    max_new_tool_params_bytes: int = MAX_NEW_TOOL_PARAMS_BYTES
+    max_feedback_chars: int = MAX_FEEDBACK_CHARS
+
+    def __post_init__(self) -> None:
+        for name in ("max_new_tool_params_bytes", "max_feedback_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+
+    def problems(self, decision: ToolDecision) -> list[str]:
+        """Why ``decision`` is too big (empty when it fits), each with its size and the limit."""
+        problems = []
+        if decision.new_tool_params is not None:
+            size = len(canonical_json(decision.new_tool_params).encode("utf-8"))
+            if size > self.max_new_tool_params_bytes:
+                problems.append(
+                    f"new_tool_params are {size:,} bytes as compact JSON; the limit is "
+                    f"{self.max_new_tool_params_bytes:,} bytes"
+                )
+        if decision.feedback is not None and len(decision.feedback) > self.max_feedback_chars:
+            problems.append(
+                f"feedback is {len(decision.feedback):,} characters; the limit is {self.max_feedback_chars:,} characters"
+            )
+        return problems
+
+
+#: The limits of a request published without others.
+DEFAULT_DECISION_LIMITS = DecisionLimits()
+
+
+#: The patch marker of runs that publish their pending calls in the memo.
+PENDING_MEMO_PATCH = "pending-confirmations-memo"
 
 
 class DecisionError(ValueError):
@@ -44,9 +111,11 @@ class ConfirmationDesk:
         self.search_attribute = search_attribute
         self._pending: dict[str, PendingConfirmation] = {}
         self._schemas: dict[str, dict[str, Any]] = {}
+        self._limits: dict[str, DecisionLimits | None] = {}
         self._decisions: dict[str, tuple[ToolDecision, DecisionRecord]] = {}
         self._closed: dict[str, DecisionRecord] = {}
         self._advertised = False
+        self._memo: list[dict[str, Any]] = []
 
     @classmethod
     def of_current_run(cls, search_attribute: str | None = WAITING_FOR_APPROVAL.name) -> ConfirmationDesk:
@@ -72,8 +141,10 @@ class ConfirmationDesk:
 
         :returns: The request it decides.
         :raises DecisionError: For an unknown or already decided ``tool_call_id``, an action other
-            than confirm/reject/modify, a modify without ``new_tool_params`` or with arguments that
-            fail the tool's JSON schema, or an ``arguments_sha256`` that does not match the call.
+            than confirm/reject/modify, ``new_tool_params`` or ``feedback`` over the request's
+            :class:`DecisionLimits` (the message gives the size and the limit), a modify without
+            ``new_tool_params`` or with arguments that fail the tool's JSON schema, or an
+            ``arguments_sha256`` that does not match the call.
         """
         call_id = decision.tool_call_id
         if call_id in self._decisions or call_id in self._closed:
@@ -94,6 +165,10 @@ class ConfirmationDesk:
                 f"Tool call '{call_id}' has arguments with hash {request.arguments_sha256}, "
                 f"not {decision.arguments_sha256}: the decision was made for other arguments."
             )
+        limits = self._limits.get(call_id)
+        too_big = limits.problems(decision) if limits is not None else []
+        if too_big:
+            raise DecisionError(f"Decision on tool call '{call_id}' is too big: {'; '.join(too_big)}.")
         if decision.action == "modify":
             if decision.new_tool_params is None:
                 raise DecisionError("A 'modify' decision needs new_tool_params (the complete new arguments).")
@@ -128,9 +203,18 @@ class ConfirmationDesk:
 
     # -- what strategies do ------------------------------------------------------------------
 
-    def publish(self, request: PendingConfirmation, schema: dict[str, Any] | None) -> None:
+    def publish(
+        self,
+        request: PendingConfirmation,
+        schema: dict[str, Any] | None,
+        limits: DecisionLimits | None = DEFAULT_DECISION_LIMITS,
+    ) -> None:
         """Make a request pending (visible to the query, decidable by Signal/Update).
 
+        :param request: What is asked.
+        :param schema: The tool's JSON schema; a modify's ``new_tool_params`` must satisfy it.
+        :param limits: How big a decision on this request may be; ``None`` for no limit (only for
+            requests of runs recorded before the limits existed, which must replay as they ran).
         :raises ValueError: If a request with the same ``tool_call_id`` was already published.
         """
         call_id = request.tool_call_id
@@ -138,6 +222,7 @@ class ConfirmationDesk:
             raise ValueError(f"Tool call id '{call_id}' was already asked for in this run.")
         self._pending[call_id] = request
         self._schemas[call_id] = dict(schema or {})
+        self._limits[call_id] = limits
         self._advertise()
 
     def decision(self, call_id: str) -> tuple[ToolDecision, DecisionRecord] | None:
@@ -165,18 +250,28 @@ class ConfirmationDesk:
         """Retire a decided request (later decisions for it are 'already decided')."""
         self._pending.pop(call_id, None)
         self._schemas.pop(call_id, None)
+        self._limits.pop(call_id, None)
         entry = self._decisions.pop(call_id, None)
         if entry is not None:
             self._closed[call_id] = entry[1]
         self._advertise()
 
     def _advertise(self) -> None:
-        waiting = bool(self.pending())
-        if waiting == self._advertised or self.search_attribute is None:
-            return
-        self._advertised = waiting
-        key = SearchAttributeKey.for_bool(self.search_attribute)
-        workflow.upsert_search_attributes([key.value_set(waiting)])
+        """Publish what waits where visibility returns it: the Bool search attribute (when the
+        strategy names one) and, for runs started since the memo was added, a summary of each
+        pending call in the memo, so listing waiting runs needs no per-run query."""
+        pending = self.pending()
+        waiting = bool(pending)
+        if waiting != self._advertised and self.search_attribute is not None:
+            self._advertised = waiting
+            key = SearchAttributeKey.for_bool(self.search_attribute)
+            workflow.upsert_search_attributes([key.value_set(waiting)])
+        # Runs recorded before the memo existed replay without it (no marker in their history).
+        if workflow.patched(PENDING_MEMO_PATCH):
+            summaries = [PendingSummary.of(request).model_dump(mode="json") for request in pending]
+            if summaries != self._memo:
+                self._memo = summaries
+                workflow.upsert_memo({PENDING_MEMO_KEY: summaries})
 
 
 def schema_errors(schema: dict[str, Any], params: Any) -> list[str]:

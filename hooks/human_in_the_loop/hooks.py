@@ -13,7 +13,7 @@ from hooks._tool_keys import ToolKey, decode_tool_key, encode_tool_key, lookup_b
 from hooks.human_in_the_loop.dataclasses import ToolExecutionDecision
 from hooks.human_in_the_loop.protocol import ConfirmationStrategy
 from hooks.human_in_the_loop.strategies import MODIFICATION_FEEDBACK_TEMPLATE, REJECTION_FEEDBACK_TEMPLATE
-from hooks.protocol import HasMemory
+from hooks.protocol import HasMemory, NeedsSearchAttributes
 
 #: Where a confirmed or modified call keeps its audit record (``ToolCall.extra``), and where the
 #: tool message answering a rejected call keeps it (``ChatMessage.meta``).
@@ -96,6 +96,14 @@ class ConfirmationHook:
             )
         # Bind to this call whatever the strategy said.
         return decision.model_copy(update={"tool_call_id": call.id, "tool_name": call.tool_name})
+
+    def search_attributes(self) -> dict[str, str]:
+        """The search attributes the strategies set while a run waits for a person."""
+        out: dict[str, str] = {}
+        for strategy in self.confirmation_strategies.values():
+            if isinstance(strategy, NeedsSearchAttributes):
+                out.update(strategy.search_attributes())
+        return out
 
     # -- memory across continue-as-new -------------------------------------------------------
 

@@ -6,6 +6,11 @@ publishes a :class:`PendingConfirmation` on the run's desk (visible to the
 with ``workflow.wait_condition`` for a decision delivered by the Signal ``tool_decision`` or
 the Update ``submit_tool_decision``, and turns it into a ``ToolExecutionDecision`` with the
 same templates and rules as Haystack. No process is held while it waits.
+
+What a person sends is bounded (see :mod:`hooks.human_in_the_loop.desk`), and so is what the
+model is told about a modification: the new parameters already travel in full in the call that
+runs, so the explanation shows them whole only while they are short and a preview otherwise
+(:func:`modification_feedback`).
 """
 
 from __future__ import annotations
@@ -28,7 +33,12 @@ from hooks.human_in_the_loop.dataclasses import (
     ToolExecutionDecision,
     arguments_sha256,
 )
-from hooks.human_in_the_loop.desk import ConfirmationDesk
+from hooks.human_in_the_loop.desk import (
+    MAX_FEEDBACK_CHARS,
+    MAX_NEW_TOOL_PARAMS_BYTES,
+    ConfirmationDesk,
+    DecisionLimits,
+)
 from hooks.human_in_the_loop.notifications import notify_approval_request
 from hooks.human_in_the_loop.protocol import ConfirmationPolicy
 
@@ -39,9 +49,36 @@ MODIFICATION_FEEDBACK_TEMPLATE = (
 USER_FEEDBACK_TEMPLATE = "With user feedback: {feedback}"
 TIMEOUT_FEEDBACK_TEMPLATE = "No one answered the confirmation request within {timeout}, so the call was not run."
 
+#: Longest rendering of the new parameters shown whole in a modification's explanation; longer
+#: ones are cut here and followed by their full length. At or under it the text is exactly
+#: Haystack's (``{final_tool_params}`` is the parameters dict itself).
+MODIFICATION_PREVIEW_CHARS = 1_000
+
+#: Patch id (``workflow.patched``) under which requests carry decision limits: requests of runs
+#: recorded before the limits existed replay without them, as they ran.
+DECISION_LIMITS_PATCH = "hitl-decision-limits"
+
 NOTIFY_RETRY_POLICY = RetryPolicy(
     initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_interval=timedelta(minutes=10)
 )
+
+
+def params_preview(params: dict[str, Any], limit: int = MODIFICATION_PREVIEW_CHARS) -> dict[str, Any] | str:
+    """What ``{final_tool_params}`` shows: ``params`` itself while its text (``str(params)``, as
+    Haystack prints it) has at most ``limit`` characters, else the first ``limit`` characters of
+    that text followed by ``"… (N characters in all)"``."""
+    text = str(params)
+    if len(text) <= limit:
+        return params
+    return f"{text[:limit]}… ({len(text):,} characters in all)"
+
+
+def modification_feedback(
+    template: str, tool_name: str, params: dict[str, Any], limit: int = MODIFICATION_PREVIEW_CHARS
+) -> str:
+    """The explanation of a modification: ``template`` with ``{tool_name}`` and
+    ``{final_tool_params}`` (:func:`params_preview`), so it stays short however big ``params`` is."""
+    return template.format(tool_name=tool_name, final_tool_params=params_preview(params, limit))
 
 
 def describe_timedelta(delta: timedelta) -> str:
@@ -71,8 +108,11 @@ class DurableConfirmationStrategy:
         notification never loses the request).
     :param search_attribute: Bool search attribute to upsert while the run waits (``agent pending``
         lists runs with it set); ``None`` for a server without it.
-    :raises ValueError: For a non-positive ``timeout``, an unknown ``on_timeout``, or a template
-        missing its placeholder.
+    :param max_new_tool_params_bytes: A modify whose ``new_tool_params`` take more UTF-8 bytes as
+        compact JSON is refused (the Update with the size and the limit; the Signal is ignored).
+    :param max_feedback_chars: A decision whose ``feedback`` has more characters is refused.
+    :raises ValueError: For a non-positive ``timeout`` or limit, an unknown ``on_timeout``, or a
+        template missing its placeholder.
     """
 
     def __init__(
@@ -85,6 +125,8 @@ class DurableConfirmationStrategy:
         user_feedback_template: str = USER_FEEDBACK_TEMPLATE,
         notify_url: str | None = None,
         search_attribute: str | None = WAITING_FOR_APPROVAL.name,
+        max_new_tool_params_bytes: int = MAX_NEW_TOOL_PARAMS_BYTES,
+        max_feedback_chars: int = MAX_FEEDBACK_CHARS,
     ) -> None:
         if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
             timeout = timedelta(seconds=timeout)
@@ -102,6 +144,7 @@ class DurableConfirmationStrategy:
                 raise ValueError(f"{name} must contain {', '.join(missing)}: {template!r}.")
         if notify_url is not None and not notify_url.startswith(("http://", "https://")):
             raise ValueError(f"notify_url must be an http(s) URL, got {notify_url!r}.")
+        self.limits = DecisionLimits(max_new_tool_params_bytes, max_feedback_chars)
         self.confirmation_policy = confirmation_policy
         self.timeout = timeout
         self.on_timeout = on_timeout
@@ -110,6 +153,16 @@ class DurableConfirmationStrategy:
         self.user_feedback_template = user_feedback_template
         self.notify_url = notify_url
         self.search_attribute = search_attribute
+
+    @property
+    def max_new_tool_params_bytes(self) -> int:
+        """Limit on a modify's ``new_tool_params`` (UTF-8 bytes of compact JSON)."""
+        return self.limits.max_new_tool_params_bytes
+
+    @property
+    def max_feedback_chars(self) -> int:
+        """Limit on a decision's ``feedback`` (characters)."""
+        return self.limits.max_feedback_chars
 
     async def run_async(
         self,
@@ -150,7 +203,8 @@ class DurableConfirmationStrategy:
             arguments_sha256=arguments_sha256(tool_params),
             on_timeout=self.on_timeout,
         )
-        desk.publish(request, schema=spec.parameters if spec is not None else None)
+        limits = self.limits if workflow.patched(DECISION_LIMITS_PATCH) else None
+        desk.publish(request, schema=spec.parameters if spec is not None else None, limits=limits)
         notifying = self._start_notification(run.run_id, request)
         try:
             await workflow.wait_condition(
@@ -189,7 +243,7 @@ class DurableConfirmationStrategy:
             return ToolExecutionDecision(tool_name=tool_name, execute=False, tool_call_id=tool_call_id, feedback=text)
         if result.action == "modify" and result.new_tool_params:
             final = dict(result.new_tool_params)
-            text = self.modify_template.format(tool_name=tool_name, final_tool_params=final)
+            text = modification_feedback(self.modify_template, tool_name, final)
             if result.feedback:
                 text += " " + self.user_feedback_template.format(feedback=result.feedback)
             return ToolExecutionDecision(
@@ -219,6 +273,10 @@ class DurableConfirmationStrategy:
 
         return asyncio.create_task(notify())
 
+    def search_attributes(self) -> dict[str, str]:
+        """The Bool attribute this strategy sets while a run waits (none when ``search_attribute=None``)."""
+        return {self.search_attribute: "Bool"} if self.search_attribute else {}
+
     # -- memory across continue-as-new, serialisation ----------------------------------------
 
     def snapshot(self) -> Any:
@@ -241,11 +299,13 @@ class DurableConfirmationStrategy:
             user_feedback_template=self.user_feedback_template,
             notify_url=self.notify_url,
             search_attribute=self.search_attribute,
+            max_new_tool_params_bytes=self.max_new_tool_params_bytes,
+            max_feedback_chars=self.max_feedback_chars,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DurableConfirmationStrategy:
-        """Rebuild from :meth:`to_dict`'s output."""
+        """Rebuild from :meth:`to_dict`'s output (older output, without the limits, gets the defaults)."""
         params = dict(data.get("init_parameters", {}))
         params["confirmation_policy"] = object_from_dict(params["confirmation_policy"])
         if "timeout" in params:

@@ -4,7 +4,11 @@ Same names and rules as Haystack's ``haystack.hooks.tool_result_offloading``; th
 run in activities (``activities.tool_results``), which this family declares for the worker.
 """
 
+from temporalio.client import Client
+
 from activities.tool_results import OFFLOADED_META_KEY, store_tool_result
+from core.checks import check_bucket
+from core.s3 import tool_results_bucket
 from hooks.family import HookFamily
 from hooks.tool_result_offloading.hooks import RESULT_STORE_CONTEXT_KEY, OffloadTask, ToolResultOffloadHook
 from hooks.tool_result_offloading.policies import AlwaysOffload, NeverOffload, OffloadOverChars, OffloadPolicyBase
@@ -17,7 +21,14 @@ from hooks.tool_result_offloading.stores import (
     store_from_environment,
 )
 
-FAMILY = HookFamily(name="tool_result_offloading", activities=[store_tool_result])
+
+async def _check_tool_results_bucket(client: Client) -> None:
+    # A worker whose TOOL_RESULTS_BUCKET is missing would fail at the first offload, mid-run.
+    if (bucket := tool_results_bucket()) is not None:
+        await check_bucket(bucket, "TOOL_RESULTS_BUCKET")
+
+
+FAMILY = HookFamily(name="tool_result_offloading", activities=[store_tool_result], check=_check_tool_results_bucket)
 
 __all__ = [
     "OFFLOADED_META_KEY",

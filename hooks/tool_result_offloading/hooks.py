@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, FailureError
 
 from activities.tool_results import (
+    DEFAULT_WRITE_DEADLINE,
     OFFLOADED_META_KEY,
     OffloadInstruction,
     StoreToolResultInput,
     pointer_text,
     result_key,
     store_result,
+    unstored_text,
 )
 from core.messages import ChatMessage
 from core.serialization import default_to_dict, object_from_dict
@@ -67,8 +70,12 @@ class ToolResultOffloadHook:
     ``"*"``) and a tool no key matches is not offloaded. Only the trailing block of tool-result
     messages (the results this step appended) is considered. Error results (failed tools,
     rejections by the confirmation hook) and empty results stay in context, and a result already
-    marked ``meta["tool_result_offloaded"]`` is never offloaded again. A write that fails after
-    its retries leaves the result in context (a warning is logged) and the run goes on.
+    marked ``meta["tool_result_offloaded"]`` is never offloaded again.
+
+    A write that fails (an S3 outage) is retried with backoff until ``write_deadline``. A result
+    the policy says to offload is never kept in the conversation because the store is down: after
+    the deadline it is replaced by an error message saying it could not be stored (the model may
+    call the tool again), a warning is logged, and the run goes on.
 
     Each run writes to its own store: the store descriptor in
     ``hook_context[RESULT_STORE_CONTEXT_KEY]`` if present, else ``store``, scoped to the run
@@ -77,8 +84,10 @@ class ToolResultOffloadHook:
     :param store: Where results go (``FileSystemToolResultStore`` or ``S3ToolResultStore``).
     :param offload_strategies: ``{tool name | (names, ...) | "*": policy}``.
     :param preview_chars: Leading characters of the result kept in the pointer message.
+    :param write_deadline: How long a failing write is retried before the result is given up
+        (10 minutes by default).
     :raises ValueError: For a store without ``write``/``to_dict``, a malformed key, a policy without
-        ``should_offload``/``to_dict``, or a negative ``preview_chars``.
+        ``should_offload``/``to_dict``, a negative ``preview_chars`` or a ``write_deadline`` under a second.
     """
 
     allowed_hook_points = ("after_tool",)
@@ -89,6 +98,7 @@ class ToolResultOffloadHook:
         offload_strategies: dict[str | tuple[str, ...], OffloadPolicy],
         *,
         preview_chars: int = 200,
+        write_deadline: timedelta = DEFAULT_WRITE_DEADLINE,
     ) -> None:
         if not (callable(getattr(store, "write", None)) and callable(getattr(store, "to_dict", None))):
             raise ValueError(f"store must have write() and to_dict(), got {store!r}.")
@@ -100,9 +110,12 @@ class ToolResultOffloadHook:
                 raise ValueError(f"Policy for {key!r} must have should_offload() and to_dict(), got {policy!r}.")
         if isinstance(preview_chars, bool) or not isinstance(preview_chars, int) or preview_chars < 0:
             raise ValueError(f"preview_chars must be a non-negative integer, got {preview_chars!r}.")
+        if not isinstance(write_deadline, timedelta) or write_deadline < timedelta(seconds=1):
+            raise ValueError(f"write_deadline must be a timedelta of at least 1 second, got {write_deadline!r}.")
         self.store = store
         self.offload_strategies = dict(offload_strategies)
         self.preview_chars = preview_chars
+        self.write_deadline = write_deadline
 
     def policy_for(self, tool_name: str) -> OffloadPolicy | None:
         """The policy of ``tool_name``: its own key, else a tuple containing it, else ``"*"``, else None."""
@@ -164,11 +177,13 @@ class ToolResultOffloadHook:
             policy=policy.to_dict(),
             key=result_key(state.data.get("step_count", 0), tool_name, call_id, position),
             preview_chars=self.preview_chars,
+            write_deadline_seconds=self.write_deadline.total_seconds(),
         )
 
-    def apply(self, state: State, references: dict[int, str]) -> None:
-        """Replace the messages at ``references``' indices with pointers (one State write, if any)."""
-        if not references:
+    def apply(self, state: State, references: dict[int, str], unstored: dict[int, object] | None = None) -> None:
+        """Replace the messages at ``references``' indices with pointers, and those at ``unstored``'s
+        (writes that failed until the deadline) with an error saying so (one State write, if any)."""
+        if not references and not unstored:
             return
         messages: list[ChatMessage] = list(state.data.get("messages") or [])
         for index, reference in references.items():
@@ -181,6 +196,11 @@ class ToolResultOffloadHook:
                 error=result.error,
                 meta={**message.meta, OFFLOADED_META_KEY: [reference]},
             )
+        for index, error in (unstored or {}).items():
+            result = messages[index].tool_call_result
+            assert result is not None
+            text = unstored_text(result.origin.tool_name, result.result, self.write_deadline, error)
+            messages[index] = ChatMessage.from_tool(text, origin=result.origin, error=True, meta=messages[index].meta)
         state.set("messages", messages, handler_override=replace_values)
 
     async def run_async(self, state: State) -> None:
@@ -191,20 +211,23 @@ class ToolResultOffloadHook:
         store = self.resolve_store(state, workflow.info().workflow_id)
         descriptor = store.to_dict()
         outcomes = await asyncio.gather(
-            *(store_result(StoreToolResultInput(store=descriptor, key=t.key, content=t.content)) for t in tasks),
+            *(
+                store_result(StoreToolResultInput(store=descriptor, key=t.key, content=t.content), self.write_deadline)
+                for t in tasks
+            ),
             return_exceptions=True,
         )
         references: dict[int, str] = {}
+        unstored: dict[int, object] = {}
         for task, outcome in zip(tasks, outcomes, strict=True):
             if isinstance(outcome, ActivityError):
-                workflow.logger.warning(
-                    "Offloading %s failed; the result stays in context: %s", task.key, outcome.cause
-                )
+                workflow.logger.warning("Storing %s failed for good; the model is told: %s", task.key, outcome.cause)
+                unstored[task.index] = outcome.cause.message if isinstance(outcome.cause, FailureError) else outcome
             elif isinstance(outcome, BaseException):
                 raise outcome
             else:
                 references[task.index] = outcome
-        self.apply(state, references)
+        self.apply(state, references, unstored)
 
     def run(self, state: State) -> None:
         """Outside a workflow (tests, in-process use): write with the store directly.
@@ -215,12 +238,14 @@ class ToolResultOffloadHook:
             raise RuntimeError("Inside a workflow ToolResultOffloadHook writes through an activity: await run_async.")
         store = self.resolve_store(state, run_id=None)
         references: dict[int, str] = {}
+        unstored: dict[int, object] = {}
         for task in self.plan(state):
             try:
                 references[task.index] = store.write(key=task.key, content=task.content)
-            except Exception as exc:  # offloading only saves context; a failed write must not end the run
-                run_logger(__name__).warning("Offloading %s failed; the result stays in context: %s", task.key, exc)
-        self.apply(state, references)
+            except Exception as exc:  # in-process use: one attempt; the result still never stays inline
+                run_logger(__name__).warning("Storing %s failed; the model is told: %s", task.key, exc)
+                unstored[task.index] = exc
+        self.apply(state, references, unstored)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise store, strategies (tuple keys as JSON arrays) and preview length."""
@@ -229,6 +254,7 @@ class ToolResultOffloadHook:
             store=self.store.to_dict(),
             offload_strategies={encode_tool_key(k): p.to_dict() for k, p in self.offload_strategies.items()},
             preview_chars=self.preview_chars,
+            write_deadline_seconds=self.write_deadline.total_seconds(),
         )
 
     @classmethod
@@ -241,4 +267,7 @@ class ToolResultOffloadHook:
                 decode_tool_key(k): object_from_dict(p) for k, p in params.get("offload_strategies", {}).items()
             },
             preview_chars=params.get("preview_chars", 200),
+            write_deadline=timedelta(
+                seconds=params.get("write_deadline_seconds", DEFAULT_WRITE_DEADLINE.total_seconds())
+            ),
         )

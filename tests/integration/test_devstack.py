@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
+import socket
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -18,6 +22,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
 from agent.dev.stack import (
+    DEFAULT_S3_PORT,
     DevServerError,
     DevStack,
     MotoS3Server,
@@ -209,7 +214,7 @@ async def test_dev_stack_env_buckets_ui_and_persistence(tmp_path: Path) -> None:
     assert all(pid is not None and not _pid_alive(pid) for pid in pids)
     assert (tmp_path / "dev" / "temporal.db").is_file()
 
-    # `agent dev` started again on the same directory keeps runs and S3 objects (new ports are fine).
+    # `agent dev` started again on the same directory keeps runs and S3 objects (and its S3 port; see below).
     with DevStack(tmp_path / "dev", with_ui=False) as again:
         client = await Client.connect(again.temporal.address)
         assert (await client.get_workflow_handle("wf-stack").describe()).status == WorkflowExecutionStatus.COMPLETED
@@ -222,3 +227,79 @@ def test_free_port_is_bindable() -> None:
     port = free_port()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
+
+
+def _env_file_values(path: Path) -> dict[str, str]:
+    """``export KEY=value`` lines of an env.sh, as a shell would read them."""
+    values: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        export, assignment = shlex.split(line)
+        assert export == "export"
+        key, _, value = assignment.partition("=")
+        values[key] = value
+    return values
+
+
+def _moto_answers(endpoint: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{endpoint}/moto-api/data.json", timeout=5) as resp:
+            return resp.status == 200 and isinstance(json.load(resp), dict)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def test_restarted_stack_keeps_its_s3_port_so_env_sh_stays_valid(tmp_path: Path) -> None:
+    """Issue 12 item 8: a restart must not move S3, or a worker started from env.sh talks to a dead endpoint."""
+    data_dir = tmp_path / "dev"
+    with DevStack(data_dir, with_ui=False, persist_s3=False) as first:
+        assert first.s3_port_source == "free"  # nothing remembered and no default: a free port, as tests want
+        port = first.s3.port
+        env_file = first.write_env_file()
+        endpoint = _env_file_values(env_file)["AWS_ENDPOINT_URL_S3"]
+        assert endpoint == f"http://127.0.0.1:{port}"
+        assert _moto_answers(endpoint)
+    assert (data_dir / "s3.port").read_text() == f"{port}\n"
+    assert not _moto_answers(endpoint), "the control: stopped, the endpoint is dead"
+
+    with DevStack(data_dir, with_ui=False, persist_s3=False) as second:
+        assert second.s3_port_source == "remembered"
+        assert second.s3.port == port
+        assert _moto_answers(_env_file_values(env_file)["AWS_ENDPOINT_URL_S3"])  # the old env.sh, unchanged
+        assert _env_file_values(second.write_env_file(tmp_path / "env2.sh"))["AWS_ENDPOINT_URL_S3"] == endpoint
+
+
+def test_s3_port_choice_given_then_remembered_then_default_then_free(tmp_path: Path) -> None:
+    """No processes: which port a DevStack would start S3 on, and why."""
+    assert DevStack(tmp_path / "a", default_s3_port=DEFAULT_S3_PORT).s3.port == DEFAULT_S3_PORT
+    assert DevStack(tmp_path / "a", default_s3_port=DEFAULT_S3_PORT).s3_port_source == "default"
+    assert DevStack(tmp_path / "a", s3_port=9123, default_s3_port=DEFAULT_S3_PORT).s3.port == 9123
+
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "s3.port").write_text("9321\n")
+    remembered = DevStack(tmp_path / "b", default_s3_port=DEFAULT_S3_PORT)
+    assert (remembered.s3.port, remembered.s3_port_source) == (9321, "remembered")
+    assert DevStack(tmp_path / "b", s3_port=9123).s3.port == 9123  # an explicit port wins over the remembered one
+
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "s3.port").write_text("not a port")
+    assert DevStack(tmp_path / "c", default_s3_port=DEFAULT_S3_PORT).s3.port == DEFAULT_S3_PORT
+    assert DevStack(tmp_path / "c").s3_port_source == "free"
+
+    with pytest.raises(ValueError, match="s3_port must be a TCP port"):
+        DevStack(tmp_path / "d", s3_port=70000)
+
+
+def test_a_busy_explicit_s3_port_is_a_clear_error(tmp_path: Path) -> None:
+    data_dir = tmp_path / "dev"
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        stack = DevStack(data_dir, with_ui=False, s3_port=port, persist_s3=False)
+        with pytest.raises(
+            DevServerError, match=f"Port {port} on 127.0.0.1 \\(S3 \\(moto\\)\\) is already in use"
+        ) as raised:
+            stack.start()
+    assert "--s3-port N" in str(raised.value)
+    assert stack.s3.pid is None and stack.temporal.pid is None  # nothing was launched
+    assert not (data_dir / "s3.port").exists()  # a port that never worked is not remembered

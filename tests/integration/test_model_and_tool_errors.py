@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from datetime import timedelta
+
 import pytest
 from temporalio.client import WorkflowFailureError
 
@@ -64,3 +67,29 @@ async def test_bad_tool_calls_become_tool_errors_and_run_continues(client, worke
     # the model saw every error on the next call
     tool_messages = [m for m in scripted.requests(model)[1]["messages"] if m["role"] == "tool"]
     assert len(tool_messages) == 5
+
+
+async def test_a_model_that_keeps_failing_ends_the_run_after_the_retry_ceiling(client, worker, scripted, model, run_id):
+    scripted.script(model, [{"error": {"status": 503, "message": "overloaded"}, "times": 1000}])
+    agent = Agent(model=model, tools=[t.add], model_retry_timeout=timedelta(seconds=3))
+    handle = await start(client, worker, run_id, agent)
+    with pytest.raises(WorkflowFailureError) as caught:
+        await asyncio.wait_for(handle.result(), timeout=60)
+    error = caught.value.cause
+    assert error.type == "ModelCallFailed" and error.non_retryable
+    assert error.message.startswith("The model call was given up: it kept failing for 0:00:03 (model_retry_timeout).")
+    assert "HTTP 503" in error.message and "overloaded" in error.message
+    assert 2 <= len(scripted.requests(model)) < 1000  # retried, then given up
+
+
+async def test_a_body_that_is_not_a_completion_is_named_clearly(client, worker, scripted, model, run_id):
+    page = "<html><body>502 Bad Gateway</body></html>"
+    scripted.script(model, [{"raw": {"status": 200, "content_type": "text/html", "body": page}, "times": 1000}])
+    agent = Agent(model=model, tools=[t.add], model_retry_timeout=timedelta(seconds=2))
+    handle = await start(client, worker, run_id, agent)
+    with pytest.raises(WorkflowFailureError) as caught:
+        await asyncio.wait_for(handle.result(), timeout=60)
+    message = caught.value.cause.message
+    assert "The model endpoint answered HTTP 200 with text/html that is not a chat completion" in message
+    assert "<html><body>502 Bad Gateway" in message
+    assert "'str' object has no attribute" not in message

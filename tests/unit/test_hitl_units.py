@@ -3,7 +3,7 @@ without a server; the rewriting is checked against Haystack's own (installed for
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -19,8 +19,21 @@ from hooks.human_in_the_loop import (
     NeverAskPolicy,
     ToolExecutionDecision,
 )
+from hooks.human_in_the_loop.dataclasses import PendingConfirmation, ToolDecision
+from hooks.human_in_the_loop.desk import (
+    DEFAULT_DECISION_LIMITS,
+    MAX_FEEDBACK_CHARS,
+    MAX_NEW_TOOL_PARAMS_BYTES,
+    ConfirmationDesk,
+    DecisionError,
+    DecisionLimits,
+)
 from hooks.human_in_the_loop.hooks import apply_decisions, with_unique_ids
-from hooks.human_in_the_loop.strategies import describe_timedelta
+from hooks.human_in_the_loop.strategies import (
+    MODIFICATION_FEEDBACK_TEMPLATE,
+    MODIFICATION_PREVIEW_CHARS,
+    describe_timedelta,
+)
 from tests import tools as t
 
 
@@ -40,6 +53,8 @@ def test_hook_only_at_before_tool():
         ({"modify_template": "{tool_name}"}, "must contain {final_tool_params}"),
         ({"user_feedback_template": "x"}, "must contain {feedback}"),
         ({"notify_url": "ftp://x"}, "http"),
+        ({"max_new_tool_params_bytes": 0}, "max_new_tool_params_bytes must be a positive integer"),
+        ({"max_feedback_chars": -1}, "max_feedback_chars must be a positive integer"),
     ],
 )
 def test_strategy_rejects_bad_configuration(kwargs, message):
@@ -133,3 +148,137 @@ def test_rewriting_matches_haystack():
         return (m.role.value, m.text, calls, (result.result, result.error) if result else None)
 
     assert [shape(m) for m in ours] == [shape(m) for m in theirs]
+
+
+# -- bounded decisions (issue 12, item 6) ------------------------------------------------------
+
+ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+ENVELOPE = len('{"text":""}')  # bytes of {"text": ...} around the text, as compact JSON
+
+
+class OffWorkflowDesk(ConfirmationDesk):
+    """A desk outside a workflow: advertising (search attribute, memo) needs one; validating does not."""
+
+    def _advertise(self) -> None:
+        pass
+
+
+def desk_with(call_id: str = "c1", limits: DecisionLimits | None = DEFAULT_DECISION_LIMITS) -> ConfirmationDesk:
+    desk = OffWorkflowDesk(search_attribute=None)
+    request = PendingConfirmation(
+        tool_call_id=call_id,
+        tool_name="echo",
+        tool_params={"text": "hi"},
+        requested_at=datetime(2025, 1, 1, tzinfo=UTC),
+    )
+    desk.publish(request, schema=ECHO_SCHEMA, limits=limits)
+    return desk
+
+
+def modify(text: str, **kwargs) -> ToolDecision:
+    return ToolDecision(tool_call_id="c1", action="modify", new_tool_params={"text": text}, **kwargs)
+
+
+def test_default_limits():
+    assert (MAX_NEW_TOOL_PARAMS_BYTES, MAX_FEEDBACK_CHARS) == (64 * 1024, 4_000)
+    assert DecisionLimits() == DecisionLimits(MAX_NEW_TOOL_PARAMS_BYTES, MAX_FEEDBACK_CHARS)
+
+
+def test_desk_refuses_oversize_new_tool_params_with_size_and_limit():
+    desk = desk_with()
+    with pytest.raises(DecisionError, match=r"new_tool_params are 65,537 bytes as compact JSON; the limit is 65,536"):
+        desk.validate(modify("x" * (MAX_NEW_TOOL_PARAMS_BYTES - ENVELOPE + 1)))
+    with pytest.raises(DecisionError, match=r"3,000,011 bytes .* limit is 65,536 bytes"):
+        desk.validate(modify("x" * 3_000_000))  # the issue's 3 MB modify
+    assert desk.pending()[0].tool_call_id == "c1"  # still waiting
+
+
+def test_desk_accepts_new_tool_params_at_the_limit():
+    desk = desk_with()
+    assert desk.validate(modify("x" * (MAX_NEW_TOOL_PARAMS_BYTES - ENVELOPE))).tool_call_id == "c1"
+
+
+def test_params_size_is_utf8_bytes_not_characters():
+    desk = desk_with()
+    text = "é" * ((MAX_NEW_TOOL_PARAMS_BYTES - ENVELOPE) // 2 + 1)  # fewer characters than the limit, more bytes
+    assert len(text) < MAX_NEW_TOOL_PARAMS_BYTES
+    with pytest.raises(DecisionError, match="65,537 bytes"):
+        desk.validate(modify(text))
+
+
+@pytest.mark.parametrize("action", ["confirm", "reject", "modify"])
+def test_desk_refuses_oversize_feedback(action):
+    desk = desk_with()
+    params = {"new_tool_params": {"text": "x"}} if action == "modify" else {}
+    fits = ToolDecision(tool_call_id="c1", action=action, feedback="f" * MAX_FEEDBACK_CHARS, **params)
+    assert desk.validate(fits).tool_call_id == "c1"
+    too_long = fits.model_copy(update={"feedback": "f" * (MAX_FEEDBACK_CHARS + 1)})
+    with pytest.raises(DecisionError, match=r"feedback is 4,001 characters; the limit is 4,000 characters"):
+        desk.validate(too_long)
+
+
+def test_limits_are_per_request():
+    desk = desk_with("c1", limits=DecisionLimits(max_new_tool_params_bytes=100, max_feedback_chars=10))
+    with pytest.raises(DecisionError, match=r"are 111 bytes .* limit is 100 bytes; feedback is 11 .* limit is 10"):
+        desk.validate(modify("x" * 100, feedback="f" * 11))
+    unlimited = desk_with("c1", limits=None)  # a request recorded before the limits existed
+    assert unlimited.validate(modify("x" * 3_000_000, feedback="f" * 10_000)).tool_call_id == "c1"
+
+
+def test_strategy_limits_round_trip_and_old_dicts_get_the_defaults():
+    strategy = DurableConfirmationStrategy(AlwaysAskPolicy(), max_new_tool_params_bytes=1000, max_feedback_chars=50)
+    assert strategy.limits == DecisionLimits(1000, 50)
+    data = strategy.to_dict()
+    assert data["init_parameters"]["max_new_tool_params_bytes"] == 1000
+    assert data["init_parameters"]["max_feedback_chars"] == 50
+    assert DurableConfirmationStrategy.from_dict(data).limits == DecisionLimits(1000, 50)
+    old = {**data, "init_parameters": dict(data["init_parameters"])}  # as committed histories hold it
+    del old["init_parameters"]["max_new_tool_params_bytes"], old["init_parameters"]["max_feedback_chars"]
+    assert DurableConfirmationStrategy.from_dict(old).limits == DecisionLimits()
+
+
+def _modify_text(params: dict, feedback: str | None = None) -> str:
+    strategy = DurableConfirmationStrategy(AlwaysAskPolicy())
+    result = ConfirmationUIResult(action="modify", new_tool_params=params, feedback=feedback)
+    return strategy._apply("echo", "c1", {"text": "hi"}, result).feedback
+
+
+def _haystack_modify_text(params: dict, feedback: str | None = None) -> str:
+    from haystack.hooks.human_in_the_loop import AlwaysAskPolicy as HAlwaysAsk
+    from haystack.hooks.human_in_the_loop import BlockingConfirmationStrategy
+    from haystack.hooks.human_in_the_loop import ConfirmationUIResult as HResult
+
+    class Scripted:
+        def get_user_confirmation(self, tool_name, tool_description, tool_params):
+            return HResult(action="modify", new_tool_params=params, feedback=feedback)
+
+    strategy = BlockingConfirmationStrategy(confirmation_policy=HAlwaysAsk(), confirmation_ui=Scripted())
+    return strategy.run(tool_name="echo", tool_description="", tool_params={"text": "hi"}).feedback
+
+
+@pytest.mark.parametrize("feedback", [None, "shorter, please"])
+def test_small_modification_text_is_haystacks(feedback):
+    params = {"text": "y" * (MODIFICATION_PREVIEW_CHARS - len("{'text': ''}"))}  # exactly at the preview limit
+    assert len(str(params)) == MODIFICATION_PREVIEW_CHARS
+    ours = _modify_text(params, feedback)
+    assert ours == _haystack_modify_text(params, feedback)
+    assert ours.startswith(MODIFICATION_FEEDBACK_TEMPLATE.format(tool_name="echo", final_tool_params=params))
+
+
+def test_long_modification_text_is_a_bounded_preview():
+    params = {"text": "z" * (MAX_NEW_TOOL_PARAMS_BYTES - ENVELOPE)}  # the biggest allowed
+    whole = str(params)
+    text = _modify_text(params, feedback="f" * MAX_FEEDBACK_CHARS)
+    head = "The parameters for tool 'echo' were updated by the user to:\n"
+    preview = f"{whole[:MODIFICATION_PREVIEW_CHARS]}… ({len(whole):,} characters in all)"
+    assert text == f"{head}{preview} With user feedback: {'f' * MAX_FEEDBACK_CHARS}"
+    assert len(text) < len(head) + MODIFICATION_PREVIEW_CHARS + 50 + len(" With user feedback: ") + MAX_FEEDBACK_CHARS
+    assert len(_haystack_modify_text(params)) > len(whole)  # Haystack repeats the whole parameters
+
+
+def test_custom_modify_template_gets_the_preview():
+    strategy = DurableConfirmationStrategy(AlwaysAskPolicy(), modify_template="{tool_name} now: {final_tool_params}")
+    params = {"text": "q" * 5_000}
+    result = ConfirmationUIResult(action="modify", new_tool_params=params)
+    text = strategy._apply("echo", "c1", {"text": "hi"}, result).feedback
+    assert text == f"echo now: {str(params)[:MODIFICATION_PREVIEW_CHARS]}… (5,012 characters in all)"
