@@ -12,7 +12,11 @@ from core.tools import ToolSpec
 from hooks._tool_keys import ToolKey, decode_tool_key, encode_tool_key, lookup_by_tool, validate_tool_keys
 from hooks.human_in_the_loop.dataclasses import ToolExecutionDecision
 from hooks.human_in_the_loop.protocol import ConfirmationStrategy
-from hooks.human_in_the_loop.strategies import MODIFICATION_FEEDBACK_TEMPLATE, REJECTION_FEEDBACK_TEMPLATE
+from hooks.human_in_the_loop.strategies import (
+    MODIFICATION_FEEDBACK_TEMPLATE,
+    REJECTION_FEEDBACK_TEMPLATE,
+    modification_feedback,
+)
 from hooks.protocol import HasMemory, NeedsSearchAttributes
 
 #: Where a confirmed or modified call keeps its audit record (``ToolCall.extra``), and where the
@@ -186,8 +190,7 @@ def apply_decisions(message: ChatMessage, decisions: list[ToolExecutionDecision]
         if final != call.arguments:
             explanations.append(
                 ChatMessage.from_user(
-                    decision.feedback
-                    or MODIFICATION_FEEDBACK_TEMPLATE.format(tool_name=call.tool_name, final_tool_params=final)
+                    decision.feedback or modification_feedback(MODIFICATION_FEEDBACK_TEMPLATE, call.tool_name, final)
                 )
             )
         kept.append(call.model_copy(update={"arguments": final, "extra": extra or None}))
