@@ -66,7 +66,7 @@ class ModelCallOutput(BaseModel):
     """
 
     message: ChatMessage
-    usage: dict[str, int] = Field(default_factory=dict)
+    usage: dict[str, Any] = Field(default_factory=dict)
     conversation_head: str | None = None
 
 
@@ -139,9 +139,8 @@ def _parse_tool_call(raw: Any) -> ToolCall:
 def from_openai_response(response: Any) -> ModelCallOutput:
     """Turn a ``ChatCompletion`` into our reply message and usage."""
     choice = response.choices[0]
-    usage = {
-        key: getattr(response.usage, key, 0) or 0 for key in ("prompt_tokens", "completion_tokens", "total_tokens")
-    }
+    # The whole usage, nested details (prompt_tokens_details, ...) included, as Haystack keeps it.
+    usage = response.usage.model_dump(exclude_none=True) if response.usage is not None else {}
     meta: dict[str, Any] = {"model": response.model, "finish_reason": choice.finish_reason, "usage": dict(usage)}
     message = ChatMessage.from_assistant(
         text=choice.message.content,

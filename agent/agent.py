@@ -14,7 +14,16 @@ from core.spec import AgentSpec
 
 class Agent(AgentSpec):
     """An agent: model, tools, hooks and loop settings (see :class:`core.spec.AgentSpec` for the
-    parameters and the errors they raise). Runs happen in ``AgentWorkflow``, on a worker."""
+    parameters and the errors they raise). Runs happen in ``AgentWorkflow``, on a worker.
+
+    Building one also round-trips every hook through ``to_dict``/``from_dict``, as the worker will
+    (:meth:`core.spec.AgentSpec.check_rebuildable`): a spec the worker could not rebuild is a
+    ``ValueError`` here, where it is written, not a failure on the worker.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.check_rebuildable()
 
     async def start(
         self,

@@ -3,6 +3,7 @@ result and its status. (Each activity's payloads live beside the activity.)"""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -10,16 +11,28 @@ from pydantic import BaseModel, Field
 from core.messages import ChatMessage
 
 
-def add_usage(total: dict[str, int], usage: dict[str, Any] | None) -> dict[str, int]:
-    """Cumulative token usage: the numeric keys of ``usage`` added to ``total`` (a new dict).
+def add_usage(total: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:
+    """Cumulative token usage, as Haystack sums it: numbers are added, nested details
+    (``prompt_tokens_details``, ...) are merged key by key, anything else takes the newer value.
 
-    The one way usage is summed: the agent's ``token_usage``, hooks' model calls, a budget.
+    The one way usage is summed: the agent's ``token_usage`` and hooks' model calls.
     """
     out = dict(total)
     for key, value in (usage or {}).items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = out.get(key, 0) + int(value)
+        out[key] = _accumulate(out[key], value) if key in out else copy.deepcopy(value)
     return out
+
+
+def _accumulate(current: Any, new: Any) -> Any:
+    if isinstance(current, dict) and isinstance(new, dict):
+        return add_usage(current, new)
+    if _is_number(current) and _is_number(new):
+        return current + new
+    return new
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class RunSnapshot(BaseModel):
@@ -34,7 +47,7 @@ class RunSnapshot(BaseModel):
 
     state: dict[str, Any]
     hook_memory: dict[str, Any] = Field(default_factory=dict)
-    hook_token_usage: dict[str, int] = Field(default_factory=dict)
+    hook_token_usage: dict[str, Any] = Field(default_factory=dict)
     continuations: int = 0
     conversation: tuple[int, str] | None = None
 
@@ -70,8 +83,8 @@ class AgentRunResult(BaseModel):
     last_message: ChatMessage | None = None
     exit_reason: str | None = None
     step_count: int = 0
-    token_usage: dict[str, int] = Field(default_factory=dict)
-    hook_token_usage: dict[str, int] = Field(default_factory=dict)
+    token_usage: dict[str, Any] = Field(default_factory=dict)
+    hook_token_usage: dict[str, Any] = Field(default_factory=dict)
     tool_call_counts: dict[str, int] = Field(default_factory=dict)
     state: dict[str, Any] = Field(default_factory=dict)
     continuations: int = 0
@@ -87,8 +100,8 @@ class RunStatus(BaseModel):
     pending_confirmations: int = 0
     exit_reason: str | None = None
     done: bool = False
-    token_usage: dict[str, int] = Field(default_factory=dict)
-    hook_token_usage: dict[str, int] = Field(default_factory=dict)
+    token_usage: dict[str, Any] = Field(default_factory=dict)
+    hook_token_usage: dict[str, Any] = Field(default_factory=dict)
     continuations: int = 0
 
 

@@ -7,6 +7,7 @@ configuration is in its history and replay never depends on what the worker hold
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any, Literal, get_args
 
@@ -23,6 +24,9 @@ AFTER_TOOL: HookPoint = "after_tool"
 ON_EXIT: HookPoint = "on_exit"
 AFTER_RUN: HookPoint = "after_run"
 VALID_HOOK_POINTS: tuple[HookPoint, ...] = get_args(HookPoint)
+
+#: Key of a serialised hook that is the same object as the hook at an earlier place.
+SAME_AS = "same_as"
 
 DEFAULT_MAX_AGENT_STEPS = 100
 DEFAULT_MAX_CONCURRENT_TOOL_CALLS = 8
@@ -54,6 +58,37 @@ def validate_hooks(hooks: dict[str, list[Any]]) -> None:
                     f"Hook '{hook_name(hook)}' is registered at hook point '{point}' but only supports: "
                     f"{', '.join(allowed)}."
                 )
+
+
+def _unserialised_parts(obj: Any, data: dict[str, Any]) -> list[str]:
+    """Objects held by ``obj`` (directly or in a mapping) whose place in ``data`` is None."""
+    found = []
+    for key, value in (data.get("init_parameters") or {}).items():
+        held = getattr(obj, key, None)
+        if value is None and held is not None and not isinstance(held, (str, int, float, bool)):
+            found.append(f"{type(held).__name__} ({key})")
+        elif isinstance(value, dict) and isinstance(held, dict):
+            found += [f"{type(v).__name__} ({key}[{k!r}])" for k, v in held.items() if value.get(_key(k), 0) is None]
+    return found
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _settings_lost(original: Any, rebuilt: Any) -> list[str]:
+    """Plain settings (strings, numbers, flags) of ``original`` that ``rebuilt`` does not have."""
+    lost = []
+    for name, value in vars(original).items() if hasattr(original, "__dict__") else ():
+        if name.startswith("_") or not isinstance(value, _PLAIN):
+            continue
+        again = getattr(rebuilt, name, None)
+        if again != value:
+            lost.append(f"{name}={value!r} came back as {again!r}")
+    return lost
+
+
+def _key(key: Any) -> Any:
+    return json.dumps(list(key)) if isinstance(key, tuple) else key
 
 
 class AgentSpec:
@@ -137,13 +172,85 @@ class AgentSpec:
                 seen.setdefault(id(hook), hook)
         return list(seen.values())
 
+    def hooks_to_dict(self) -> dict[str, list[dict[str, Any]]]:
+        """The hooks by ``to_dict``; a hook registered again at a later place is written as
+        ``{"same_as": "point/index"}`` of its first place, so it is one object after :meth:`from_dict`."""
+        first_place: dict[int, str] = {}
+        out: dict[str, list[dict[str, Any]]] = {}
+        for point, hook_list in self.hooks.items():
+            out[point] = []
+            for index, hook in enumerate(hook_list):
+                if (place := first_place.get(id(hook))) is not None:
+                    out[point].append({SAME_AS: place})
+                else:
+                    first_place[id(hook)] = f"{point}/{index}"
+                    out[point].append(object_to_dict(hook))
+        return out
+
+    @staticmethod
+    def hooks_from_dict(data: dict[str, list[dict[str, Any]]]) -> dict[str, list[Any]]:
+        """Inverse of :meth:`hooks_to_dict`: ``same_as`` entries are the very object of their first place.
+
+        :raises ValueError: For a ``same_as`` that names no earlier place.
+        """
+        built: dict[str, Any] = {}
+        out: dict[str, list[Any]] = {}
+        for point, entries in data.items():
+            out[point] = []
+            for index, entry in enumerate(entries):
+                if SAME_AS in entry:
+                    if entry[SAME_AS] not in built:
+                        raise ValueError(
+                            f"Hook at {point}/{index} refers to {entry[SAME_AS]!r}, which comes later or not at all."
+                        )
+                    hook = built[entry[SAME_AS]]
+                else:
+                    hook = object_from_dict(entry)
+                built[f"{point}/{index}"] = hook
+                out[point].append(hook)
+        return out
+
+    def check_rebuildable(self) -> None:
+        """Round-trip every hook (and so each compactor, store, policy and strategy inside it)
+        through ``to_dict``/``from_dict``, as the worker will, and compare.
+
+        :raises ValueError: Naming the object and its place (``point[index]``) when it serialises to
+            nothing, cannot be rebuilt, or comes back different.
+        """
+        for point, entries in self.hooks_to_dict().items():
+            for index, data in enumerate(entries):
+                if isinstance(data, dict) and SAME_AS in data:
+                    continue
+                hook = self.hooks[point][index]
+                where = f"{hook_name(hook)} at {point}[{index}]"
+                if not isinstance(data, dict) or "type" not in data:
+                    raise ValueError(
+                        f"Hook {where} serialises to {data!r}: it cannot travel to the worker. Give it "
+                        "to_dict()/from_dict() (core.serialization.default_to_dict/default_from_dict)."
+                    )
+                for problem in _unserialised_parts(hook, data):
+                    raise ValueError(
+                        f"{problem} inside hook {where} serialises to None; give it to_dict()/from_dict()."
+                    )
+                try:
+                    rebuilt = object_from_dict(data)
+                    again = object_to_dict(rebuilt)
+                except Exception as err:
+                    raise ValueError(
+                        f"Hook {where} cannot be rebuilt from its to_dict(): {type(err).__name__}: {err}"
+                    ) from err
+                lost = _settings_lost(hook, rebuilt)
+                if again != data or lost:
+                    changed = "; ".join(lost) or f"{data!r} came back as {again!r}"
+                    raise ValueError(f"Hook {where} does not survive to_dict()/from_dict(): {changed}.")
+
     def to_dict(self) -> dict[str, Any]:
-        """Serialise the whole spec; hooks by ``to_dict``, tools by name and schema."""
+        """Serialise the whole spec; hooks by ``to_dict`` (sharing kept), tools by name and schema."""
         return {
             "model": self.model,
             "tools": [t.model_dump() for t in self.tool_specs],
             "system_prompt": self.system_prompt,
-            "hooks": {point: [object_to_dict(h) for h in hook_list] for point, hook_list in self.hooks.items()},
+            "hooks": self.hooks_to_dict(),
             "exit_conditions": self.exit_conditions,
             "max_agent_steps": self.max_agent_steps,
             "state_schema": state_schema_to_dict(self.state_schema),
@@ -160,9 +267,7 @@ class AgentSpec:
             model=data["model"],
             tools=[ToolSpec.model_validate(t) for t in data.get("tools", [])],
             system_prompt=data.get("system_prompt"),
-            hooks={
-                point: [object_from_dict(h) for h in hook_list] for point, hook_list in data.get("hooks", {}).items()
-            },
+            hooks=cls.hooks_from_dict(data.get("hooks", {})),
             exit_conditions=data.get("exit_conditions"),
             max_agent_steps=data.get("max_agent_steps", DEFAULT_MAX_AGENT_STEPS),
             state_schema=state_schema_from_dict(data.get("state_schema", {})),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import importlib
 from collections.abc import Callable
-from typing import Any, get_origin
+from typing import Any, get_args, get_origin
 
 from core.messages import ChatMessage
 
@@ -27,7 +27,8 @@ def replace_values(current: Any, new: Any) -> Any:
     return new
 
 
-#: Keys the agent owns. A ``state_schema`` naming any of them is a ``ValueError``.
+#: Keys the agent owns. A ``state_schema`` naming any of them but ``messages`` is a ``ValueError``;
+#: ``messages`` may be redefined (as ``list[ChatMessage]``, with a handler of one's own), as in Haystack.
 RESERVED_STATE_KEYS: dict[str, dict[str, Any]] = {
     "messages": {"type": list, "handler": merge_lists},
     "step_count": {"type": int, "handler": replace_values},
@@ -44,7 +45,22 @@ RESERVED_STATE_KEYS: dict[str, dict[str, Any]] = {
 _BUILTIN_TYPES = {t.__name__: t for t in (str, int, float, bool, list, dict)}
 
 
+def _is_message_list(value_type: Any) -> bool:
+    args = get_args(value_type)
+    return (
+        get_origin(value_type) is list
+        and len(args) == 1
+        and isinstance(args[0], type)
+        and issubclass(args[0], ChatMessage)
+    )
+
+
+_MESSAGE_LIST = "list[core.messages.ChatMessage]"
+
+
 def _type_to_str(value_type: Any) -> str:
+    if _is_message_list(value_type):
+        return _MESSAGE_LIST
     base = get_origin(value_type) or value_type
     if base in _BUILTIN_TYPES.values():
         return base.__name__
@@ -52,6 +68,8 @@ def _type_to_str(value_type: Any) -> str:
 
 
 def _type_from_str(name: str) -> Any:
+    if name == _MESSAGE_LIST:
+        return list[ChatMessage]
     if name in _BUILTIN_TYPES:
         return _BUILTIN_TYPES[name]
     module, _, attr = name.rpartition(".")
@@ -69,13 +87,15 @@ def validate_state_schema(state_schema: dict[str, dict[str, Any]]) -> None:
     :raises ValueError: If a key is reserved, has no ``type``, or its handler is not callable.
     """
     for key, definition in state_schema.items():
-        if key in RESERVED_STATE_KEYS:
-            raise ValueError(
-                f"state_schema key '{key}' is reserved by the agent; reserved keys are: "
-                f"{', '.join(RESERVED_STATE_KEYS)}."
-            )
+        if key in RESERVED_STATE_KEYS and key != "messages":
+            reserved = ", ".join(k for k in RESERVED_STATE_KEYS if k != "messages")
+            raise ValueError(f"state_schema key '{key}' is reserved by the agent; reserved keys are: {reserved}.")
         if not isinstance(definition, dict) or "type" not in definition:
             raise ValueError(f"state_schema key '{key}' needs a definition like {{'type': int}}, got {definition!r}.")
+        if key == "messages" and not _is_message_list(definition["type"]):
+            raise ValueError(
+                f"state_schema key 'messages' must be of type list[ChatMessage], got {definition['type']!r}."
+            )
         handler = definition.get("handler")
         if handler is not None and not callable(handler):
             raise ValueError(f"state_schema handler for '{key}' must be callable, got {handler!r}.")

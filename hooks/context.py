@@ -41,7 +41,7 @@ class RunContext:
     state: State
     phase: str = "starting"
     extensions: dict[str, Any] = field(default_factory=dict)
-    hook_token_usage: dict[str, int] = field(default_factory=dict)
+    hook_token_usage: dict[str, Any] = field(default_factory=dict)
 
     def add_hook_usage(self, usage: dict[str, Any]) -> None:
         """Count a hook's model call."""

@@ -7,6 +7,7 @@ worker can import. It runs as workflow code: keep it deterministic.
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,8 +22,9 @@ class FunctionHook:
         no ``async_function``).
     :param async_function: ``async (State) -> None``, awaited by ``run_async``; it may await
         activities (``workflow.execute_activity``) for I/O.
-    :raises ValueError: If neither is given, if they are of the wrong kind (sync vs async), or
-        if a function cannot be imported by path (lambda, nested function).
+    :raises ValueError: If neither is given, if they are of the wrong kind (sync vs async), if a
+        function does not take a single ``State``-annotated parameter, or if it cannot be imported
+        by path (lambda, nested function).
     """
 
     def __init__(
@@ -39,8 +41,11 @@ class FunctionHook:
         for func in (function, async_function):
             if func is not None:
                 import_path(func)  # fail now, not on the worker
-                if len(inspect.signature(func).parameters) != 1:
-                    raise ValueError(f"Hook function '{func.__name__}' must take exactly one argument, the State.")
+                if not _takes_only_state(func):
+                    raise ValueError(
+                        f"Hook function '{func.__name__}' must take a single parameter annotated with `State` "
+                        "(e.g. `def my_hook(state: State) -> None`)."
+                    )
         self.function = function
         self.async_function = async_function
 
@@ -86,6 +91,18 @@ class FunctionHook:
 
     def __repr__(self) -> str:
         return f"FunctionHook({self.name})"
+
+
+def _takes_only_state(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` takes exactly one parameter, annotated with ``State`` (as Haystack checks)."""
+    parameters = list(inspect.signature(function).parameters.values())
+    if len(parameters) != 1:
+        return False
+    try:
+        hints = typing.get_type_hints(function)
+    except Exception:  # an annotation that does not resolve is not State
+        return False
+    return hints.get(parameters[0].name) is State
 
 
 def _import_function(path: str | None, slot: str) -> Callable[..., Any] | None:

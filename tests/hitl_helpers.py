@@ -25,6 +25,10 @@ def ask_all(timeout: timedelta = timedelta(days=7), **kwargs) -> ConfirmationHoo
     return ConfirmationHook({"*": DurableConfirmationStrategy(AlwaysAskPolicy(), timeout=timeout, **kwargs)})
 
 
+#: ``tool_call_counts`` of a run of :func:`hitl_agent` that called nothing (every tool from 0, as Haystack).
+NO_CALLS = {"add": 0, "echo": 0, "record": 0, "big_text": 0, "finish": 0}
+
+
 def hitl_agent(model: str, hook: ConfirmationHook | None = None, **kwargs) -> Agent:
     return Agent(
         model=model,

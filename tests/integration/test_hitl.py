@@ -25,7 +25,7 @@ from hooks.human_in_the_loop import (
     arguments_sha256,
 )
 from hooks.human_in_the_loop.client import DecisionRefusedError, UnknownRunError, signal_decision
-from tests.hitl_helpers import ask_all, call, calls, history_events, hitl_agent, start, wait_pending
+from tests.hitl_helpers import NO_CALLS, ask_all, call, calls, history_events, hitl_agent, start, wait_pending
 
 
 def roles(messages: list[ChatMessage]) -> list[str]:
@@ -55,7 +55,7 @@ async def test_confirm_runs_the_call_and_records_the_approval(client, worker, sc
     assert result.messages[2].tool_call_result.result == "3"
     stored = result.messages[1].tool_calls[0].extra[CONFIRMATION_KEY]
     assert stored == record.model_dump(mode="json")
-    assert result.tool_call_counts == {"add": 1}
+    assert result.tool_call_counts == {**NO_CALLS, "add": 1}
     assert (await handle.status()).waiting_for_approval is False
 
 
@@ -79,7 +79,7 @@ async def test_reject_answers_the_model_and_runs_nothing(
     )
     assert rejection.meta[CONFIRMATION_KEY]["approver"] == "bob"
     assert rejection.meta[CONFIRMATION_KEY]["action"] == "reject"
-    assert result.tool_call_counts == {}
+    assert result.tool_call_counts == NO_CALLS
     sent = scripted.requests(model)[1]["messages"]
     assert sent[-1]["role"] == "tool" and "not in production" in sent[-1]["content"]
 
@@ -127,7 +127,7 @@ async def test_mixed_reject_modify_confirm_in_one_step(client, worker, scripted,
         (third.tool_call_id, {"text": "hi"}),
     ]
     assert [m.tool_call_result.result for m in result.messages[5:7]] == ["40", "hi"]
-    assert result.tool_call_counts == {"add": 1, "echo": 1}
+    assert result.tool_call_counts == {**NO_CALLS, "add": 1, "echo": 1}
     # the conversation the model got next is well-formed: every call answered right after its message
     sent = scripted.requests(model)[1]["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "tool", "user", "assistant", "tool", "tool"]
@@ -141,7 +141,7 @@ async def test_all_rejected_runs_nothing_and_continues(client, worker, scripted,
         await handle.reject(request.tool_call_id)
     result = await handle.result()
     assert roles(result.messages) == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
-    assert result.tool_call_counts == {} and result.exit_reason == "text"
+    assert result.tool_call_counts == NO_CALLS and result.exit_reason == "text"
 
 
 async def test_repeated_call_ids_are_made_distinct(client, worker, scripted, model, run_id):
@@ -178,7 +178,7 @@ async def test_tool_name_beats_tuple_beats_wildcard(client, worker, scripted, mo
     assert pending.tool_name == "echo"
     await handle.confirm(pending.tool_call_id)
     result = await handle.result()
-    assert result.tool_call_counts == {"add": 1, "echo": 1, "big_text": 1}
+    assert result.tool_call_counts == {**NO_CALLS, "add": 1, "echo": 1, "big_text": 1}
 
 
 async def test_tools_without_a_key_run_unasked(client, worker, scripted, model, run_id):
@@ -207,7 +207,7 @@ async def test_ask_once_remembers_confirmed_calls_across_steps(client, worker, s
     await handle.confirm(second.tool_call_id)
     result = await handle.result()
     asked = [c.extra.get(CONFIRMATION_KEY) is not None for m in result.messages for c in m.tool_calls if c.extra]
-    assert result.tool_call_counts == {"add": 3}
+    assert result.tool_call_counts == {**NO_CALLS, "add": 3}
     assert asked == [True, True]  # the repeated call carries no confirmation record
 
 
@@ -224,7 +224,7 @@ async def test_ask_once_memory_survives_continue_as_new(client, worker, scripted
         await asyncio.wait([finished], timeout=0.05)
     result = finished.result()
     assert result.continuations >= 1
-    assert result.tool_call_counts == {"add": 14}
+    assert result.tool_call_counts == {**NO_CALLS, "add": 14}
     assert result.step_count == 15
 
 
@@ -273,7 +273,7 @@ async def test_duplicate_and_late_decisions_are_refused(client, worker, scripted
         await handle.confirm(first.tool_call_id)
     await handle.confirm(second.tool_call_id)
     result = await handle.result()
-    assert result.tool_call_counts == {"add": 2}
+    assert result.tool_call_counts == {**NO_CALLS, "add": 2}
 
     with pytest.raises(UnknownRunError):
         await handle.confirm(second.tool_call_id)

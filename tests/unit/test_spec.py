@@ -73,7 +73,10 @@ def test_plain_function_as_hook_is_type_error():
 
 
 def test_reserved_state_schema_key_is_value_error():
-    with pytest.raises(ValueError, match="'messages' is reserved"):
+    with pytest.raises(ValueError, match="'step_count' is reserved"):
+        Agent(model="m", state_schema={"step_count": {"type": int}})
+    # messages may be redefined, as in Haystack, but only as list[ChatMessage]
+    with pytest.raises(ValueError, match="'messages' must be of type list\\[ChatMessage\\]"):
         Agent(model="m", state_schema={"messages": {"type": list}})
 
 
