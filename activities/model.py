@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections import OrderedDict
 from datetime import timedelta
 from typing import Any, Literal
 
 import openai
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, Field
 from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
@@ -69,6 +71,12 @@ class ModelCallOutput(BaseModel):
     usage: dict[str, Any] = Field(default_factory=dict)
     conversation_head: str | None = None
 
+
+#: The SDK's own switch (what ``with_raw_response`` sets) for getting the raw response back, so a
+#: body that is not a completion can be described by its status, content type and first bytes.
+_RAW_RESPONSE: dict[str, Any] = {"headers": {"X-Stainless-Raw-Response": "true"}}
+#: Stored conversations whose wire form a worker keeps (one per recently active run).
+WIRE_CACHE_SIZE = 256
 
 #: ``ApplicationError.type`` of an answer that is not a chat completion (retried, within the ceiling).
 BAD_RESPONSE_ERROR = "ModelBadResponse"
@@ -163,6 +171,8 @@ class ModelActivities:
     ) -> None:
         self._client = client
         self.conversations = ConversationStore.from_env() if conversations == "env" else conversations
+        # The wire form of stored conversations, by head: a step converts only its new messages.
+        self._wire: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
 
     @property
     def client(self) -> openai.AsyncOpenAI:
@@ -178,12 +188,18 @@ class ModelActivities:
             retryable, honouring ``Retry-After``, for 429; other failures propagate and are retried.
         """
         history = await self._stored_history(request.conversation_head)
-        kwargs: dict[str, Any] = {"model": request.model, "messages": to_openai_messages(history + request.messages)}
+        wire = self._wire_of(request.conversation_head, history) + to_openai_messages(request.messages)
+        # The body is built once as plain JSON-ready data and posted as is: the SDK's
+        # chat.completions.create would walk it again with its recursive request transform, which
+        # costs ~30 ms on a 200-message conversation (json.dumps of the same body: under 1 ms).
+        body: dict[str, Any] = {"model": request.model, "messages": wire}
         if request.tools:
-            kwargs["tools"] = to_openai_tools(request.tools)
-        kwargs.update(request.settings)
+            body["tools"] = to_openai_tools(request.tools)
+        body.update(request.settings)
         try:
-            raw = await with_heartbeats(self.client.chat.completions.with_raw_response.create(**kwargs))
+            raw = await with_heartbeats(
+                self.client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=_RAW_RESPONSE)
+            )
         except openai.APIStatusError as exc:
             raise _classify(exc) from exc
         output = from_openai_response(_parse_completion(raw))
@@ -191,7 +207,23 @@ class ModelActivities:
             output.conversation_head = await asyncio.to_thread(
                 self.conversations.extend, request.conversation_head, history, [*request.messages, output.message]
             )
+            self._remember_wire(output.conversation_head, wire + to_openai_messages([output.message]))
         return output
+
+    def _wire_of(self, head: str | None, history: list[ChatMessage]) -> list[dict[str, Any]]:
+        if head is None:
+            return []
+        wire = self._wire.get(head)
+        if wire is None:  # another worker stored it, or it left the cache
+            wire = to_openai_messages(history)
+        else:
+            self._wire.move_to_end(head)
+        return list(wire)
+
+    def _remember_wire(self, head: str, wire: list[dict[str, Any]]) -> None:
+        self._wire[head] = wire
+        while len(self._wire) > WIRE_CACHE_SIZE:
+            self._wire.popitem(last=False)
 
     async def _stored_history(self, head: str | None) -> list[ChatMessage]:
         if head is None:
