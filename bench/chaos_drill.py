@@ -12,16 +12,19 @@ What happens, in order:
   worker.py --tools ...``);
 - ``runs`` agent runs at once, each ``steps`` steps of ``calls_per_step`` concurrent ``record`` calls
   (small random sleeps) and then a text answer;
-- chaos events, shuffled and spread over the runs' progress (the k-th fires once a k-th share of
-  the tool calls has completed, and only after the system made progress again since the last one):
-  kill -9 of the worker, at a random time or right after a tool call started or completed (the
-  worker is then reporting the result and running the workflow task that follows it), with a new
-  worker started at once; kill -9 of the dev server, restarted on the same SQLite file and port;
-  an S3 outage (moto stopped for a few seconds, started again on the same port, replaying its
-  recording);
+- chaos events, shuffled, one at a time: each waits until the system made progress again since the
+  last one and a random number of further calls (up to half a step of every run) completed, then
+  strikes at a random time or right after a tool call started or completed (a few ms after a
+  completion the worker is reporting the result and running the workflow task that follows it):
+  kill -9 of the worker, with a new worker started at once; kill -9 of the dev server, restarted
+  on the same SQLite file and port; an S3 outage (moto stopped for a few seconds, started again on
+  the same port, replaying its recording so buckets and objects are back);
 - checks: each run's result is the planned one (answer, step count, tool results), and for every
   idempotency key the tool ledgers agree with the history: the call was scheduled once, the attempt
-  Temporal recorded as completed wrote one completion line, and no attempt ran after it.
+  Temporal recorded as completed wrote one completion line, and no attempt ran after it. A
+  completion line of an earlier attempt is a result the kill lost between the tool's write and the
+  worker's report: that call ran again by design (tools run at least once), so it is counted
+  ("completion lines lost"), not failed; "calls completed twice" counts the real violations.
 
 The model is the project's :class:`ScriptedModelServer`, answering from the conversation rather
 than from a queue of replies (:class:`PlannedModel`): a model call is an activity and runs at least
@@ -38,6 +41,7 @@ import os
 import random
 import signal
 import statistics
+import sys
 import threading
 import time
 from collections import Counter, defaultdict
@@ -46,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError
 
@@ -105,7 +109,11 @@ class RunPlan:
 
     def tool_results(self) -> dict[str, str]:
         """Call id -> the result text the run must end up with."""
-        return {self.call_id(s, i): f"recorded {label}" for s, calls in enumerate(self.steps) for i, (label, _) in enumerate(calls)}
+        return {
+            self.call_id(s, i): f"recorded {label}"
+            for s, calls in enumerate(self.steps)
+            for i, (label, _) in enumerate(calls)
+        }
 
 
 class PlannedModel(ScriptedModelServer):
@@ -124,6 +132,14 @@ class PlannedModel(ScriptedModelServer):
         self._lock = threading.Lock()
         # The request handler asks ``script.next(model, body)`` for each chat completion.
         self._script.next = self._next  # type: ignore[method-assign]
+        # A worker killed while its request is in flight resets the connection: expected here, not worth a traceback.
+        report_error = self._server.handle_error
+
+        def handle_error(request: Any, client_address: Any) -> None:
+            if not isinstance(sys.exc_info()[1], ConnectionError):
+                report_error(request, client_address)
+
+        self._server.handle_error = handle_error  # type: ignore[method-assign]
 
     def _next(self, model: str, body: dict[str, Any]) -> dict[str, Any] | None:
         plan = self.plans.get(model)
@@ -142,6 +158,12 @@ class PlannedModel(ScriptedModelServer):
         }
 
 
+def steps_for(events: int) -> int:
+    """Steps a run needs so that work is left after the last event: each event waits for up to half
+    a step of every run's calls after the previous one, plus slack at both ends."""
+    return (events + 1) // 2 + 2
+
+
 # -- configuration and report ---------------------------------------------------------------------
 
 
@@ -155,7 +177,7 @@ class DrillConfig:
     """
 
     runs: int = 12
-    steps: int = 3
+    steps: int = 5
     calls_per_step: int = 2
     min_tool_seconds: float = 0.05
     max_tool_seconds: float = 0.5
@@ -208,7 +230,8 @@ class DrillReport:
     calls_completed_twice: int = 0
     calls_run_after_completion: int = 0
     lost_results: int = 0  # completion lines of attempts whose result a kill lost (re-run by design)
-    workflow_tasks_timed_out: int = 0
+    workflow_tasks_killed: int = 0  # started, then its worker (or the server) was killed (start-to-close timeout)
+    sticky_tasks_moved: int = 0  # waiting on a dead worker's sticky queue (schedule-to-start timeout)
     workflow_tasks_failed: int = 0
     tool_retries: int = 0
     model_retries: int = 0
@@ -238,6 +261,7 @@ class DrillReport:
             f"runs completed as planned:   {self.completed_runs}/{c.runs}",
             f"kills: worker {self.count('worker')}, server {self.count('server')}, S3 outages {self.count('s3')} "
             f"({self.workers_started} worker processes started)",
+            "kill-to-progress: from a kill (or the start of the S3 outage) to the next tool-call start or run completion",
             f"max kill-to-progress:        {seconds(self.max_to_progress())} (worker kills: max "
             f"{seconds(max(worker_times) if worker_times else None)}, median "
             f"{seconds(statistics.median(worker_times) if worker_times else None)}; server kill "
@@ -249,8 +273,8 @@ class DrillReport:
             f"calls run after completion:  {self.calls_run_after_completion} (must be 0)",
             f"retried attempts: tool {self.tool_retries}, model {self.model_retries}; model calls answered "
             f"{self.model_calls} for {self.planned_model_calls} planned",
-            f"workflow tasks timed out (worker killed mid-task): {self.workflow_tasks_timed_out}; "
-            f"workflow tasks failed: {self.workflow_tasks_failed}",
+            f"workflow tasks: {self.workflow_tasks_killed} cut off mid-task by a kill (start-to-close timeout), "
+            f"{self.sticky_tasks_moved} moved off a dead worker's sticky queue, {self.workflow_tasks_failed} failed",
             "disruptions (seconds since the runs started):",
             *(f"  {d.describe()}" for d in self.disruptions),
         ]
@@ -272,6 +296,7 @@ class Ledgers:
         self.paths = {"completed": path, "started": path.with_suffix(".started")}
         self.offsets = {"completed": 0, "started": 0}
         self.entries: dict[str, list[dict[str, Any]]] = {"completed": [], "started": []}
+        self.keys_completed: set[str] = set()
         self.times: dict[str, list[float]] = {"completed": [], "started": []}
         self.clock = clock
 
@@ -286,15 +311,19 @@ class Ledgers:
                 continue
             end = data.rfind(b"\n") + 1  # whole lines only
             for raw in data[:end].splitlines():
-                self.entries[name].append(json.loads(raw))
+                entry = json.loads(raw)
+                self.entries[name].append(entry)
                 self.times[name].append(now)
+                if name == "completed":
+                    self.keys_completed.add(entry["key"])
             self.offsets[name] += end
 
     def count(self, name: str) -> int:
         return len(self.entries[name])
 
     def completed_keys(self) -> int:
-        return len({e["key"] for e in self.entries["completed"]})
+        """How many distinct calls have a completion line."""
+        return len(self.keys_completed)
 
 
 # -- the drill --------------------------------------------------------------------------------------
@@ -333,7 +362,9 @@ class _Drill:
                 ]
                 for s in range(c.steps)
             ]
-            plans[f"chaos-model-{c.seed}-{index}"] = RunPlan(run_id, f"chaos-model-{c.seed}-{index}", steps, f"done {run_id}")
+            plans[f"chaos-model-{c.seed}-{index}"] = RunPlan(
+                run_id, f"chaos-model-{c.seed}-{index}", steps, f"done {run_id}"
+            )
         return plans
 
     # -- progress ----------------------------------------------------------------------------------
@@ -352,6 +383,8 @@ class _Drill:
         while not predicate():
             if self.clock() > self.config.deadline:
                 raise TimeoutError(f"gave up waiting for {what}")
+            if len(self.results) == len(self.plans):
+                raise TimeoutError(f"every run finished while waiting for {what}")
             self.ledgers.poll()
             await asyncio.sleep(poll)
 
@@ -359,12 +392,28 @@ class _Drill:
 
     def start_worker(self) -> None:
         number = len(self.workers) + 1
-        process = start_worker(self.dir / f"worker-{number}.log", self.config.tools, QUEUE, env=self.worker_env, wait_ready=False)
+        process = start_worker(
+            self.dir / f"worker-{number}.log", self.config.tools, QUEUE, env=self.worker_env, wait_ready=False
+        )
         self.workers.append(process)
         self.worker = process
-        self.worker_ready = asyncio.create_task(asyncio.to_thread(process.wait_for_line, "worker ready", 60.0))
+        self.worker_ready = asyncio.create_task(self.until_ready(process))
         self.report.workers_started = number
         self.log(f"worker #{number} started (pid {process.pid})")
+
+    async def until_ready(self, process: ChildProcess, timeout: float = 60.0) -> None:
+        """Wait (without a thread, so nothing outlives the drill) until the worker prints ``worker ready``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(OSError):
+                if any(
+                    line.startswith("worker ready")
+                    for line in process.log_file.read_text(errors="replace").splitlines()
+                ):
+                    return
+            if not process.running or time.monotonic() > deadline:
+                raise RuntimeError(f"worker {process.log_file.name} never became ready\n{process.log_tail()}")
+            await asyncio.sleep(0.05)
 
     async def kill_worker(self, stack: DevStack, trigger: str) -> Disruption:
         assert self.worker is not None
@@ -387,13 +436,17 @@ class _Drill:
         self.ledgers.poll()
         disruption = Disruption("server", trigger, self.clock())
         down = self.rng.uniform(*self.config.server_down_seconds)
-        self.log(f"kill -9 Temporal dev server pid {pid} ({trigger}); restarting in {down:.1f} s on the same SQLite file")
+        self.log(
+            f"kill -9 Temporal dev server pid {pid} ({trigger}); restarting in {down:.1f} s on the same SQLite file"
+        )
         await asyncio.sleep(down)
         server.launch()
-        await asyncio.to_thread(server.wait_ready)
+        await asyncio.to_thread(server.wait_ready, 30.0)
         disruption.back_at = self.clock()
         disruption.note = f" (server start-up {server.startup_seconds:.1f} s)"
-        self.log(f"Temporal dev server back (pid {server.pid}, {disruption.back_at - disruption.down_at:.1f} s after the kill)")
+        self.log(
+            f"Temporal dev server back (pid {server.pid}, {disruption.back_at - disruption.down_at:.1f} s after the kill)"
+        )
         return disruption
 
     async def s3_outage(self, stack: DevStack, trigger: str) -> Disruption:
@@ -405,7 +458,7 @@ class _Drill:
         self.log(f"S3 (moto pid {pid}) stopped ({trigger}); starting it again in {outage:.1f} s")
         await asyncio.sleep(outage)
         s3.launch()
-        await asyncio.to_thread(s3.wait_ready)  # replays the recording: buckets and objects are back
+        await asyncio.to_thread(s3.wait_ready, 30.0)  # replays the recording: buckets and objects are back
         disruption.back_at = self.clock()
         disruption.note = f" (moto start-up with replay {s3.startup_seconds:.1f} s)"
         self.log(f"S3 back (pid {s3.pid}, {disruption.back_at - disruption.down_at:.1f} s after it stopped)")
@@ -431,26 +484,29 @@ class _Drill:
         return f"right after a tool call {name}"
 
     async def chaos(self, stack: DevStack) -> None:
+        """Fire the events one after another: each waits until the service is back, the system made
+        progress again and ``gap`` more calls completed (up to half a step of every run), then strikes."""
         c = self.config
         kinds = ["worker"] * c.worker_kills + ["server"] * c.server_kills + ["s3"] * c.s3_outages
         self.rng.shuffle(kinds)
-        total = c.runs * c.steps * c.calls_per_step
         previous: Disruption | None = None
+        baseline: int | None = 0
         for index, kind in enumerate(kinds):
-            low, high = 0.05 + 0.75 * index / len(kinds), 0.05 + 0.75 * (index + 1) / len(kinds)
-            threshold = int(total * self.rng.uniform(low, high))
+            gap = self.rng.randint(1, max(1, c.runs * c.calls_per_step // 2))
 
-            def turn_came(previous: Disruption | None = previous, threshold: int = threshold) -> bool:
-                if self.ledgers.completed_keys() < threshold:
-                    return False
+            def turn_came(previous: Disruption | None = previous, gap: int = gap) -> bool:
+                nonlocal baseline
                 if self.worker_ready is None or not self.worker_ready.done():
                     return False
-                if previous is not None:
-                    previous.progress_at = previous.progress_at or self.progress_after(previous.back_at or 0.0)
-                    return previous.progress_at is not None
-                return True
+                if previous is not None and previous.progress_at is None:
+                    previous.progress_at = self.progress_after(previous.back_at or previous.down_at)
+                    if previous.progress_at is None:
+                        return False
+                if baseline is None:
+                    baseline = self.ledgers.completed_keys()
+                return self.ledgers.completed_keys() >= baseline + gap
 
-            await self.wait_for(turn_came, f"{kind} event {index + 1} ({threshold} of {total} calls completed)")
+            await self.wait_for(turn_came, f"{kind} event {index + 1} of {len(kinds)}")
             if self.worker_ready is not None:
                 self.worker_ready.result()  # a worker that failed to start fails the drill here
             trigger = await self.trigger(kind)
@@ -461,7 +517,7 @@ class _Drill:
             else:
                 disruption = await self.s3_outage(stack, trigger)
             self.report.disruptions.append(disruption)
-            previous = disruption
+            previous, baseline = disruption, None
 
     # -- runs --------------------------------------------------------------------------------------
 
@@ -488,8 +544,8 @@ class _Drill:
         c = self.config
         self.start_worker()
         await self.worker_ready  # type: ignore[misc]
-        self.log(f"starting {c.runs} runs")
         self.t0 = time.monotonic()
+        self.log(f"starting {c.runs} runs (the clock restarts at 0)")
         handles = await asyncio.gather(
             *(
                 Agent(model=plan.model, tools=[c.record_tool], max_agent_steps=c.steps + 2).start(
@@ -516,7 +572,8 @@ class _Drill:
             if pending:
                 for task in pending:
                     task.cancel()
-                await self.diagnose_unfinished(handles)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.diagnose_unfinished(handles), timeout=15)
         finally:
             monitor.cancel()
             self.ledgers.poll()
@@ -531,12 +588,14 @@ class _Drill:
             if handle.run_id in self.results:
                 continue
             try:
-                health = await asyncio.wait_for(handle.health(), timeout=10)
+                health = await asyncio.wait_for(handle.health(), timeout=5)
                 events = [EventType.Name(e.event_type) async for e in handle.workflow.fetch_history_events()]
                 detail = f"{health.model_dump_json()}; last events {events[-6:]}"
             except Exception as err:
                 detail = f"(could not describe it: {err!r})"
-            self.report.failures.append(f"run {handle.run_id} did not finish within {self.config.deadline:.0f} s: {detail}")
+            self.report.failures.append(
+                f"run {handle.run_id} did not finish within {self.config.deadline:.0f} s: {detail}"
+            )
 
     # -- checks ------------------------------------------------------------------------------------
 
@@ -547,11 +606,14 @@ class _Drill:
         for run_id, plan in by_run.items():
             result = self.results.get(run_id)
             if not isinstance(result, AgentRunResult):
-                if result is not None:
-                    failures.append(f"run {run_id} failed: {result!r}")
+                failures.append(
+                    f"run {run_id} failed: {result!r}" if result is not None else f"run {run_id}: no result"
+                )
                 continue
             calls = {c.id: c for m in result.messages for c in m.tool_calls}
-            results = {m.tool_call_result.origin.id: m.tool_call_result.result for m in result.messages if m.tool_call_result}
+            results = {
+                m.tool_call_result.origin.id: m.tool_call_result.result for m in result.messages if m.tool_call_result
+            }
             result_keys |= {f"{run_id}/{call_id}" for call_id in calls}
             got = (result.exit_reason, result.last_message.text if result.last_message else None, result.step_count)
             want = ("text", plan.answer, len(plan.steps) + 1)
@@ -573,7 +635,7 @@ class _Drill:
         report.model_calls = sum(self.model.calls.values())
         started, completed = self.ledgers.entries["started"], self.ledgers.entries["completed"]
         report.start_lines, report.completion_lines = len(started), len(completed)
-        if result_keys and result_keys != planned & result_keys:
+        if result_keys - planned:
             failures.append(f"calls in results that were not planned: {sorted(result_keys - planned)[:5]}")
         unexpected = {e["key"] for e in started + completed} - planned
         if unexpected:
@@ -607,9 +669,13 @@ class _Drill:
             report.lost_results += sum(1 for a in lines if a < done)
             if sum(1 for a in lines if a >= done) > 1 or scheduled[key] > 1:
                 report.calls_completed_twice += 1
-                failures.append(f"{key}: completed twice (completion attempts {lines}, Temporal completed attempt {done})")
+                failures.append(
+                    f"{key}: completed twice (completion attempts {lines}, Temporal completed attempt {done})"
+                )
             if lines.count(done) == 0:
-                failures.append(f"{key}: Temporal completed attempt {done} but the ledger has no completion of it ({lines})")
+                failures.append(
+                    f"{key}: Temporal completed attempt {done} but the ledger has no completion of it ({lines})"
+                )
             after = [a for a in starts.get(key, []) + lines if a > done]
             if after:
                 report.calls_run_after_completion += 1
@@ -618,14 +684,20 @@ class _Drill:
         if missing and report.completed_runs == len(by_run):
             failures.append(f"planned calls with no completion line: {sorted(missing)[:5]}")
 
-    def count_history(self, run_id: str, history: Any, scheduled: Counter[str], completed_attempt: dict[str, int]) -> None:
+    def count_history(
+        self, run_id: str, history: Any, scheduled: Counter[str], completed_attempt: dict[str, int]
+    ) -> None:
         report = self.report
         call_keys: dict[int, str] = {}
         attempts: dict[int, int] = {}
         for event in history.events:
             kind = event.event_type
             if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
-                report.workflow_tasks_timed_out += 1
+                timeout = event.workflow_task_timed_out_event_attributes.timeout_type
+                if timeout == TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE:
+                    report.workflow_tasks_killed += 1
+                else:
+                    report.sticky_tasks_moved += 1
             elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
                 report.workflow_tasks_failed += 1
             elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
@@ -654,7 +726,9 @@ class _Drill:
 
     async def main(self) -> DrillReport:
         c = self.config
-        self.log(f"seed {c.seed}: {c.runs} runs, {c.worker_kills} worker kills, {c.server_kills} server kills, {c.s3_outages} S3 outages")
+        self.log(
+            f"seed {c.seed}: {c.runs} runs, {c.worker_kills} worker kills, {c.server_kills} server kills, {c.s3_outages} S3 outages"
+        )
         stack = DevStack(self.dir / "stack", with_ui=False, persist_s3=True)
         self.model = PlannedModel(self.plans).start()
         effects = self.ledgers.paths["completed"]
@@ -669,7 +743,9 @@ class _Drill:
             previous = {**stack.apply_env(), **previous}
             os.environ.update(extra)
             self.worker_env = {**stack.env, **extra}
-            self.log(f"stack up: Temporal {stack.temporal.address}, S3 {stack.s3.endpoint_url}, model {self.model.base_url}")
+            self.log(
+                f"stack up: Temporal {stack.temporal.address}, S3 {stack.s3.endpoint_url}, model {self.model.base_url}"
+            )
             client = await connect(stack.temporal.address, stack.temporal.namespace)
             await self.run(stack, client)
         finally:
@@ -684,10 +760,7 @@ class _Drill:
 async def run_drill(config: DrillConfig, data_dir: Path) -> DrillReport:
     """Run the drill with its files under ``data_dir``; returns the report (``report.ok``, ``report.failures``)."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    drill = _Drill(config, data_dir)
-    with contextlib.suppress(asyncio.CancelledError):
-        pass
-    return await drill.main()
+    return await _Drill(config, data_dir).main()
 
 
-__all__ = ["CHAOS_TOOLS", "DrillConfig", "DrillReport", "PlannedModel", "RunPlan", "record", "run_drill"]
+__all__ = ["CHAOS_TOOLS", "DrillConfig", "DrillReport", "PlannedModel", "RunPlan", "record", "run_drill", "steps_for"]

@@ -1,0 +1,49 @@
+"""Chaos drill: a dozen concurrent runs under kill -9s of the worker (at random times, right after a
+tool call started or completed, inside the workflow task that follows a completion), a kill -9 of
+the Temporal dev server restarted on the same SQLite file, and an S3 outage. Every run must finish
+with its planned result, and no completed tool call may run again.
+
+It runs on its own DevStack, scripted model and worker processes (bench/chaos_drill.py, shared
+with ``python -m bench.chaos``), so killing its server disturbs none of the session fixtures.
+The seed is printed; replay a failure with ``CHAOS_SEED=<seed>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+
+from bench.chaos_drill import DrillConfig, run_drill
+from tests import tools as t
+
+#: The drill gives up on unfinished runs after this many seconds from their start, then reports.
+DEADLINE_SECONDS = 60.0
+#: Hard bound on the whole test, stack start-up and diagnostics included.
+TEST_TIMEOUT_SECONDS = 90.0
+
+
+async def test_chaos_drill(tmp_path):
+    seed = int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(1_000_000))
+    print(f"\nchaos seed {seed} (replay with CHAOS_SEED={seed})")
+    config = DrillConfig(
+        runs=12,
+        steps=5,
+        calls_per_step=2,
+        worker_kills=4,
+        server_kills=1,
+        s3_outages=1,
+        seed=seed,
+        tools="tests.tools.TEST_TOOLS",
+        record_tool=t.record,
+        deadline=DEADLINE_SECONDS,
+    )
+    report = await asyncio.wait_for(run_drill(config, tmp_path), timeout=TEST_TIMEOUT_SECONDS)
+    print(report.format())
+
+    assert report.failures == [], f"seed {seed} (logs and ledgers in {tmp_path}):\n{report.format()}"
+    assert report.completed_runs == config.runs
+    assert (report.count("worker"), report.count("server"), report.count("s3")) == (4, 1, 1)
+    assert all(d.to_progress is not None for d in report.disruptions), report.format()
+    assert report.calls_completed_twice == 0 and report.calls_run_after_completion == 0
+    assert report.start_lines >= report.planned_calls == config.runs * config.steps * config.calls_per_step
