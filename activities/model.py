@@ -49,6 +49,9 @@ class ModelCallInput(BaseModel):
         (summaries); token accounting keeps the two apart.
     :param conversation_head: When set, ``messages`` are only the messages after the stored
         conversation this digest names (see activities/conversation.py).
+    :param endpoint: None for the worker's own endpoint (``OPENAI_BASE_URL``/``OPENAI_API_KEY``); else an
+        environment prefix naming another one: the worker calls ``{endpoint}_OPENAI_BASE_URL`` with
+        ``{endpoint}_OPENAI_API_KEY``. Only the name travels; URLs and keys stay on the worker.
     """
 
     model: str
@@ -57,6 +60,7 @@ class ModelCallInput(BaseModel):
     tools: list[ToolSpec] = Field(default_factory=list)
     settings: dict[str, Any] = Field(default_factory=dict)
     purpose: Literal["agent", "hook"] = "agent"
+    endpoint: str | None = None
 
 
 class ModelCallOutput(BaseModel):
@@ -85,13 +89,29 @@ BAD_RESPONSE_ERROR = "ModelBadResponse"
 CLIENT_ERROR_STATUSES = frozenset({400, 401, 403, 404, 422})
 
 
-def openai_client_from_env() -> openai.AsyncOpenAI:
-    """An ``AsyncOpenAI`` client configured by ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, SDK retries off."""
+def openai_client_from_env(endpoint: str | None = None) -> openai.AsyncOpenAI:
+    """An ``AsyncOpenAI`` client configured by ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, SDK retries off.
+
+    :param endpoint: An environment prefix: ``{endpoint}_OPENAI_API_KEY`` / ``{endpoint}_OPENAI_BASE_URL``
+        (and ``{endpoint}_OPENAI_TIMEOUT_SECONDS``, else ``OPENAI_TIMEOUT_SECONDS``) instead.
+    :raises ApplicationError: Non-retryable, when ``endpoint`` is given and neither of its variables is set.
+    """
+    prefix = f"{endpoint}_" if endpoint else ""
+    base_url = os.environ.get(f"{prefix}OPENAI_BASE_URL")
+    api_key = os.environ.get(f"{prefix}OPENAI_API_KEY")
+    if endpoint and not (base_url or api_key):
+        raise ApplicationError(
+            f"The run asks for model endpoint {endpoint!r}, but this worker has neither {prefix}OPENAI_BASE_URL nor "
+            f"{prefix}OPENAI_API_KEY set; configure them on every worker of the task queue.",
+            type=NON_RETRYABLE_MODEL_ERROR,
+            non_retryable=True,
+        )
+    timeout = os.environ.get(f"{prefix}OPENAI_TIMEOUT_SECONDS") or os.environ.get("OPENAI_TIMEOUT_SECONDS", "120")
     return openai.AsyncOpenAI(
-        api_key=os.environ.get("OPENAI_API_KEY") or "scripted-model-needs-no-key",
-        base_url=os.environ.get("OPENAI_BASE_URL") or None,
+        api_key=api_key or "scripted-model-needs-no-key",
+        base_url=base_url or None,
         max_retries=0,
-        timeout=float(os.environ.get("OPENAI_TIMEOUT_SECONDS", "120")),
+        timeout=float(timeout),
     )
 
 
@@ -170,6 +190,7 @@ class ModelActivities:
         self, client: openai.AsyncOpenAI | None = None, conversations: ConversationStore | None | str = "env"
     ) -> None:
         self._client = client
+        self._endpoint_clients: dict[str, openai.AsyncOpenAI] = {}
         self.conversations = ConversationStore.from_env() if conversations == "env" else conversations
         # The wire form of stored conversations, by head: a step converts only its new messages.
         self._wire: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
@@ -180,6 +201,14 @@ class ModelActivities:
             self._client = openai_client_from_env()
         return self._client
 
+    def client_for(self, endpoint: str | None) -> openai.AsyncOpenAI:
+        """The client of ``endpoint`` (None: :attr:`client`), built from its environment on first use."""
+        if endpoint is None:
+            return self.client
+        if endpoint not in self._endpoint_clients:
+            self._endpoint_clients[endpoint] = openai_client_from_env(endpoint)
+        return self._endpoint_clients[endpoint]
+
     @activity.defn(name=CHAT_COMPLETION_ACTIVITY)
     async def chat_completion(self, request: ModelCallInput) -> ModelCallOutput:
         """Call the model once.
@@ -187,6 +216,7 @@ class ModelActivities:
         :raises ApplicationError: Non-retryable (type ``ModelClientError``) for 400/401/403/404/422;
             retryable, honouring ``Retry-After``, for 429; other failures propagate and are retried.
         """
+        client = self.client_for(request.endpoint)
         history = await self._stored_history(request.conversation_head)
         wire = self._wire_of(request.conversation_head, history) + to_openai_messages(request.messages)
         # The body is built once as plain JSON-ready data and posted as is: the SDK's
@@ -198,7 +228,7 @@ class ModelActivities:
         body.update(request.settings)
         try:
             raw = await with_heartbeats(
-                self.client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=_RAW_RESPONSE)
+                client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=_RAW_RESPONSE)
             )
         except openai.APIStatusError as exc:
             raise _classify(exc) from exc

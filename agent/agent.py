@@ -33,6 +33,8 @@ class Agent(AgentSpec):
         task_queue: str = DEFAULT_TASK_QUEUE,
         hook_context: dict[str, Any] | None = None,
         state: dict[str, Any] | None = None,
+        tools: list[Any] | None = None,
+        generation_kwargs: dict[str, Any] | None = None,
     ) -> AgentRunHandle:
         """Start a durable run; returns at once with a handle.
 
@@ -42,8 +44,14 @@ class Agent(AgentSpec):
         :param task_queue: The queue a worker with this agent's tools polls.
         :param hook_context: JSON-serialisable data for hooks (it is recorded in history).
         :param state: Initial values for ``state_schema`` keys.
-        :raises ValueError: If ``hook_context`` or ``state`` is not JSON-serialisable, or names unknown keys.
+        :param tools: This run's tools, by name (or ``Tool``): a subset of the agent's, as Haystack's
+            ``Agent.run(tools=...)``. The run's recorded spec holds only these.
+        :param generation_kwargs: Model settings for this run only, over ``model_settings``.
+        :raises ValueError: If ``hook_context``, ``state`` or ``generation_kwargs`` is not JSON-serialisable,
+            ``state`` names unknown keys, or ``tools`` names a tool the agent does not have.
         :raises core.checks.ConfigurationError: If the namespace lacks a search attribute a hook sets
             (checked once per client), with the command that registers it.
         """
-        return await start_run(self, client, messages, run_id, task_queue, hook_context, state)
+        return await start_run(
+            self, client, messages, run_id, task_queue, hook_context, state, tools, generation_kwargs
+        )

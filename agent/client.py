@@ -126,6 +126,30 @@ def _require_json(name: str, value: Any) -> None:
         ) from exc
 
 
+def _for_this_run(
+    agent: AgentSpec, tools: list[Any] | None, generation_kwargs: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The spec a run records: the agent's, with this run's tool selection and model settings.
+
+    :raises ValueError: For a tool the agent does not have, or an exit condition naming a tool
+        left out (the rebuilt spec says which).
+    """
+    spec = agent.to_dict()
+    if tools is not None:
+        names = [t if isinstance(t, str) else getattr(t, "name", None) for t in tools]
+        known = {t["name"] for t in spec["tools"]}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(f"tools names tools the agent does not have: {unknown}. Its tools: {sorted(known)}.")
+        spec["tools"] = [t for t in spec["tools"] if t["name"] in names]
+    if generation_kwargs:
+        _require_json("generation_kwargs", generation_kwargs)
+        spec["model_settings"] = {**spec["model_settings"], **generation_kwargs}
+    if tools is not None or generation_kwargs:
+        AgentSpec.from_dict(spec)  # the run's own spec must stand on its own
+    return spec
+
+
 async def start_run(
     agent: AgentSpec,
     client: Client,
@@ -134,6 +158,8 @@ async def start_run(
     task_queue: str,
     hook_context: dict[str, Any] | None,
     state: dict[str, Any] | None,
+    tools: list[Any] | None = None,
+    generation_kwargs: dict[str, Any] | None = None,
 ) -> AgentRunHandle:
     """Start ``AgentWorkflow`` for ``agent`` (see ``Agent.start`` for the parameters)."""
     hook_context = dict(hook_context or {})
@@ -151,7 +177,8 @@ async def start_run(
             required.update(hook.search_attributes())
     if required:
         await check_search_attributes(client, required, needed_by="this agent's hooks")
-    run_input = AgentRunInput(agent=agent.to_dict(), messages=messages, hook_context=hook_context, state=state)
+    spec = _for_this_run(agent, tools, generation_kwargs)
+    run_input = AgentRunInput(agent=spec, messages=messages, hook_context=hook_context, state=state)
     await client.start_workflow(
         WORKFLOW_TYPE,
         run_input,

@@ -42,6 +42,7 @@ def create_worker(
     task_queue: str | None = None,
     model_activities: ModelActivities | None = None,
     extra_workflows: list[type] | None = None,
+    extra_activities: list[Any] | None = None,
     **worker_options: Any,
 ) -> Worker:
     """Build a worker for agent runs.
@@ -51,10 +52,11 @@ def create_worker(
     :param task_queue: Defaults to ``AGENT_TASK_QUEUE`` (``agent``).
     :param model_activities: A custom model client holder; by default one from ``OPENAI_*``.
     :param extra_workflows: Other workflow classes to run on the same worker.
+    :param extra_activities: Other activities for the same worker (e.g. the ones your hooks await).
     :param worker_options: Passed to ``temporalio.worker.Worker`` (override the tuned defaults).
     :raises ValueError: On duplicate tool names or a non-``Tool`` in ``tools``.
     """
-    activities: list[Any] = [ToolActivities(tools).invoke_tool]
+    activities: list[Any] = [ToolActivities(tools).invoke_tool, *(extra_activities or [])]
     if model_activities is not None:
         activities.append(model_activities.chat_completion)
     has_plugin = any(isinstance(p, AgentPlugin) for p in client.config().get("plugins", []))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,9 +11,8 @@ from core.serialization import default_to_dict, object_from_dict, object_to_dict
 from core.state import State, replace_values
 from hooks.compaction.protocol import Compactor
 from hooks.compaction.token_counters import ApproximateTokenCounter, TokenCounter, Tools
-from hooks.compaction.utils import last_assistant_index
+from hooks.compaction.utils import call_async_or_sync, call_if_present, last_assistant_index
 from hooks.context import run_logger
-from hooks.protocol import WarmsUp
 
 
 def estimate_context_tokens(
@@ -38,6 +38,17 @@ def estimate_context_tokens(
     return context_tokens + token_counter.count(messages[last + 1 :])
 
 
+async def _compact_async(
+    compactor: Any, messages: list[ChatMessage], target_tokens: int, token_counter: TokenCounter
+) -> list[ChatMessage] | None:
+    """``compactor.compact_async`` when it has one (awaited if it returns an awaitable), else ``compactor.compact``."""
+    compact_async = getattr(compactor, "compact_async", None)
+    if not callable(compact_async):
+        return compactor.compact(messages, target_tokens, token_counter)
+    outcome = compact_async(messages, target_tokens, token_counter)
+    return await outcome if inspect.isawaitable(outcome) else outcome
+
+
 class CompactionHook:
     """Compacts the conversation once it fills ``compact_at`` of the model's context window.
 
@@ -51,7 +62,13 @@ class CompactionHook:
     through the last assistant message, plus the same overhead; an absent anchor stays absent.
 
     ``run_async`` (what the run loop awaits) uses ``compactor.compact_async``, so a summarising
-    compactor can await its model activity; ``run`` uses ``compactor.compact``.
+    compactor can await its model activity, and falls back to ``compactor.compact`` for a
+    duck-typed compactor without it; ``run`` uses ``compactor.compact``.
+
+    Lifecycle, as in Haystack: ``warm_up``/``close`` reach the token counter and the compactor
+    (whichever has the method); ``warm_up_async``/``close_async`` call each part's async variant
+    when it has one, else its sync one. So a run loop calls the hook's async variant when present,
+    else the sync one, and either way every part is warmed up and closed once.
 
     :param compactor: How to compact: ``SlidingWindowCompactor``, ``ToolResultPruningCompactor``,
         ``SummarizationCompactor`` or any :class:`Compactor`.
@@ -97,19 +114,36 @@ class CompactionHook:
             compacted = self.compactor.compact(messages, target_tokens, self.token_counter)
             self._apply(state, messages, compacted, target_tokens, overhead)
 
-    def warm_up(self) -> None:
-        """Warm up the token counter and the compactor (the run loop calls this once per workflow run)."""
-        for part in (self.token_counter, self.compactor):
-            if isinstance(part, WarmsUp):
-                part.warm_up()
-
     async def run_async(self, state: State) -> None:
-        """Compact ``state.data["messages"]`` with ``compactor.compact_async`` when it is over the trigger."""
+        """Compact ``state.data["messages"]`` with ``compactor.compact_async`` when it is over the trigger.
+
+        A compactor without ``compact_async`` (duck-typed) is called through ``compact``.
+        """
         plan = self._plan(state)
         if plan is not None:
             messages, target_tokens, overhead = plan
-            compacted = await self.compactor.compact_async(messages, target_tokens, self.token_counter)
+            compacted = await _compact_async(self.compactor, messages, target_tokens, self.token_counter)
             self._apply(state, messages, compacted, target_tokens, overhead)
+
+    def warm_up(self) -> None:
+        """Warm up the token counter and the compactor (the run loop calls this once per workflow run)."""
+        for part in (self.token_counter, self.compactor):
+            call_if_present(part, "warm_up")
+
+    async def warm_up_async(self) -> None:
+        """Warm up the token counter and the compactor, through their async variants where they have them."""
+        for part in (self.token_counter, self.compactor):
+            await call_async_or_sync(part, "warm_up_async", "warm_up")
+
+    def close(self) -> None:
+        """Release the token counter's and the compactor's resources (once, when the workflow run ends)."""
+        for part in (self.token_counter, self.compactor):
+            call_if_present(part, "close")
+
+    async def close_async(self) -> None:
+        """Release the token counter's and the compactor's resources, through their async variants where present."""
+        for part in (self.token_counter, self.compactor):
+            await call_async_or_sync(part, "close_async", "close")
 
     def target_tokens(
         self, messages: Sequence[ChatMessage], context_tokens: int, tools: Tools | None = None

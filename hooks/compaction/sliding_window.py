@@ -6,6 +6,7 @@ from typing import Any
 
 from core.messages import ChatMessage, ChatRole
 from core.serialization import default_from_dict, default_to_dict
+from hooks.compaction.protocol import Compactor
 from hooks.compaction.token_counters import TokenCounter
 from hooks.compaction.utils import (
     COMPACTION_META_KEY,
@@ -41,7 +42,7 @@ def _groups_that_fit(messages: list[ChatMessage], groups: list[list[int]], budge
     return fitted
 
 
-class SlidingWindowCompactor:
+class SlidingWindowCompactor(Compactor):
     """Keeps the instructions, the current task and as much complete recent conversation as fits.
 
     Leading system messages and the task anchor (the latest real user message) are always kept.
@@ -88,12 +89,6 @@ class SlidingWindowCompactor:
             self.omission_note.replace(_NUM_REMOVED, str(len(removed))), meta={COMPACTION_META_KEY: marker}
         )
         return [*kept[:note_at], note, *kept[note_at:]]
-
-    async def compact_async(
-        self, messages: list[ChatMessage], target_tokens: int, token_counter: TokenCounter
-    ) -> list[ChatMessage] | None:
-        """Same as :meth:`compact` (no I/O involved)."""
-        return self.compact(messages, target_tokens, token_counter)
 
     def _plan(self, messages: list[ChatMessage], target_tokens: int, counter: TokenCounter) -> tuple[list[int], int]:
         """Indices to keep, in order, and where in the kept list the note goes."""

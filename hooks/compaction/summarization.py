@@ -6,14 +6,17 @@ from typing import Any
 
 from temporalio.exceptions import is_cancelled_exception
 
-from activities.model import ModelCallInput
 from core.messages import ChatMessage
-from core.serialization import default_from_dict, default_to_dict
+from core.serialization import default_to_dict, object_from_dict
+from hooks.compaction.chat_generator import ChatGeneratorSpec, check_endpoint_supported, rebuilding
+from hooks.compaction.protocol import Compactor
 from hooks.compaction.rendering import render_message
 from hooks.compaction.token_counters import TokenCounter
 from hooks.compaction.utils import (
     COMPACTION_META_KEY,
     Landmarks,
+    call_async_or_sync,
+    call_if_present,
     current_task_steps,
     historical_turns,
     is_compaction_message,
@@ -99,7 +102,43 @@ def _replace_with(messages: list[ChatMessage], indices: list[int], summary: Chat
     return out
 
 
-class SummarizationCompactor:
+def _chat_generator_of(
+    chat_generator: ChatGeneratorSpec | str | dict[str, Any] | None,
+    model: str | None,
+    model_settings: dict[str, Any] | None,
+) -> ChatGeneratorSpec:
+    """The spec from ``SummarizationCompactor``'s arguments: a spec, its ``to_dict``, or a model name (shortcut)."""
+    if chat_generator is not None and model is not None:
+        raise ValueError("Give `chat_generator` or its shortcut `model`, not both.")
+    if chat_generator is None and model is None:
+        raise ValueError(
+            "`chat_generator` must say which model writes summaries: ChatGeneratorSpec(model=..., "
+            "generation_kwargs=..., endpoint=...), or just `model=...` for a model at the worker's own endpoint."
+        )
+    if isinstance(chat_generator, str):  # a model name in the first position, as `model` used to be
+        chat_generator, model = None, chat_generator
+    if model is not None:
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"`model` must name the model that writes summaries, got {model!r}.")
+        return ChatGeneratorSpec(model, generation_kwargs=model_settings)
+    if model_settings:
+        raise ValueError(
+            "`model_settings` goes with the `model` shortcut; with a `chat_generator`, put them in its "
+            "`generation_kwargs`."
+        )
+    if isinstance(chat_generator, dict):
+        spec = object_from_dict(chat_generator) if "type" in chat_generator else ChatGeneratorSpec(**chat_generator)
+    else:
+        spec = chat_generator
+    if not isinstance(spec, ChatGeneratorSpec):
+        raise ValueError(
+            f"`chat_generator` must be a ChatGeneratorSpec (the model activity makes the call on the worker, so "
+            f"a live generator cannot travel in the run), got {type(spec).__name__}."
+        )
+    return spec
+
+
+class SummarizationCompactor(Compactor):
     """Summarises the conversation, a stretch at a time, until it fits the target.
 
     History (between the instructions and the latest real user message) is given up before the
@@ -126,40 +165,59 @@ class SummarizationCompactor:
     reply or a summary that does not shrink the conversation is logged and the rounds that worked
     are kept, or it is raised with ``raise_on_failure``.
 
-    :param model: The model that writes summaries (a name at the worker's OpenAI-compatible endpoint).
+    Which model writes them is ``chat_generator``, a :class:`ChatGeneratorSpec` (model, generation
+    parameters, endpoint): another model than the agent's, or another endpoint the worker is
+    configured for. ``model=`` (with ``model_settings=``) is the shortcut for a model at the
+    worker's own endpoint.
+
+    :param chat_generator: The model that writes summaries: a :class:`ChatGeneratorSpec`, its
+        ``to_dict()``, or a model name.
     :param min_keep_steps: The fewest newest steps of the current task never summarised.
     :param approximate_summary_tokens: The size a summary is expected to have, used only to plan
         how much to summarise a round: higher summarises more at once.
     :param summary_instruction: The system prompt for the summarising model.
     :param raise_on_failure: Raise instead of logging when a summary fails.
-    :param model_settings: Extra Chat Completions parameters for the summary call (e.g. ``max_tokens``).
-    :raises ValueError: If ``min_keep_steps < 0`` or ``approximate_summary_tokens < 1``.
+    :param model: Shortcut for ``chat_generator=ChatGeneratorSpec(model, generation_kwargs=model_settings)``.
+    :param model_settings: With ``model``: extra Chat Completions parameters for the summary call (e.g. ``max_tokens``).
+    :raises ValueError: If neither or both of ``chat_generator`` and ``model`` are given, the spec is
+        invalid or names an endpoint this version's model activity cannot reach, ``model_settings``
+        comes without ``model``, ``min_keep_steps < 0`` or ``approximate_summary_tokens < 1``.
     """
 
     def __init__(
         self,
-        model: str,
+        chat_generator: ChatGeneratorSpec | str | dict[str, Any] | None = None,
         *,
         min_keep_steps: int = 1,
         approximate_summary_tokens: int = 1024,
         summary_instruction: str = DEFAULT_SUMMARY_INSTRUCTION,
         raise_on_failure: bool = False,
+        model: str | None = None,
         model_settings: dict[str, Any] | None = None,
     ) -> None:
-        if not model:
-            raise ValueError("`model` must name the model that writes summaries.")
+        spec = _chat_generator_of(chat_generator, model, model_settings)
+        check_endpoint_supported(spec)
         if min_keep_steps < 0:
             raise ValueError(f"`min_keep_steps` must be at least 0, got {min_keep_steps}.")
         if approximate_summary_tokens < 1:
             raise ValueError(
                 f"`approximate_summary_tokens` must be a positive number of tokens, got {approximate_summary_tokens}."
             )
-        self.model = model
+        self.chat_generator = spec
         self.min_keep_steps = min_keep_steps
         self.approximate_summary_tokens = approximate_summary_tokens
         self.summary_instruction = summary_instruction
         self.raise_on_failure = raise_on_failure
-        self.model_settings = dict(model_settings or {})
+
+    @property
+    def model(self) -> str:
+        """The model that writes summaries (``chat_generator.model``)."""
+        return self.chat_generator.model
+
+    @property
+    def model_settings(self) -> dict[str, Any]:
+        """The summary call's extra Chat Completions parameters (``chat_generator.generation_kwargs``)."""
+        return dict(self.chat_generator.generation_kwargs)
 
     def compact(
         self, messages: list[ChatMessage], target_tokens: int, token_counter: TokenCounter
@@ -244,10 +302,8 @@ class SummarizationCompactor:
         ]
 
     async def summarize(self, prompt: list[ChatMessage]) -> str | None:
-        """Ask the model for a summary, through the ``chat_completion`` activity (workflow code only)."""
-        output = await call_model_from_hook(
-            ModelCallInput(model=self.model, messages=prompt, settings=self.model_settings, purpose="hook")
-        )
+        """Ask ``chat_generator``'s model for a summary, through the ``chat_completion`` activity (workflow code only)."""
+        output = await call_model_from_hook(self.chat_generator.request(prompt))
         return output.message.text
 
     def apply_summary(
@@ -284,19 +340,40 @@ class SummarizationCompactor:
             error,
         )
 
+    def warm_up(self) -> None:
+        """Warm up the chat generator, when it has something to warm up (a spec has not)."""
+        call_if_present(self.chat_generator, "warm_up")
+
+    async def warm_up_async(self) -> None:
+        """Warm up the chat generator through its async variant when it has one, else its sync one."""
+        await call_async_or_sync(self.chat_generator, "warm_up_async", "warm_up")
+
+    def close(self) -> None:
+        """Release the chat generator's resources, when it holds any."""
+        call_if_present(self.chat_generator, "close")
+
+    async def close_async(self) -> None:
+        """Release the chat generator's resources through its async variant when it has one, else its sync one."""
+        await call_async_or_sync(self.chat_generator, "close_async", "close")
+
     def to_dict(self) -> dict[str, Any]:
-        """Serialise the compactor."""
+        """Serialise the compactor and its chat generator spec."""
         return default_to_dict(
             self,
-            model=self.model,
+            chat_generator=self.chat_generator.to_dict(),
             min_keep_steps=self.min_keep_steps,
             approximate_summary_tokens=self.approximate_summary_tokens,
             summary_instruction=self.summary_instruction,
             raise_on_failure=self.raise_on_failure,
-            model_settings=self.model_settings,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SummarizationCompactor:
-        """Rebuild the compactor from :meth:`to_dict`'s output."""
-        return default_from_dict(cls, data)
+        """Rebuild the compactor from :meth:`to_dict`'s output.
+
+        Also takes the form written before ``chat_generator`` existed (``model`` and
+        ``model_settings``), which runs started then carry in their history. Generation parameters
+        are taken as recorded (see ``hooks.compaction.chat_generator.rebuilding``).
+        """
+        with rebuilding():
+            return cls(**data.get("init_parameters", {}))

@@ -128,3 +128,42 @@ class TiktokenTokenCounter:
 
     def __repr__(self) -> str:
         return f"TiktokenTokenCounter(encoding={self.encoding!r})"
+
+
+class TiktokenCounter(TiktokenTokenCounter):
+    """Haystack's name and constructor for :class:`TiktokenTokenCounter`; counts exactly as it does.
+
+    ``tokens_per_image`` and ``tokens_per_file`` are what Haystack charges for an image or a file
+    in a message, which a tokenizer cannot measure. Messages here carry text only, so they are
+    kept (and serialised) for code written against Haystack but never change a count.
+
+    :param encoding: ``"o200k_base"`` (current OpenAI models) or ``"cl100k_base"``.
+    :param tokens_per_image: Tokens an image would be charged (Haystack's default, 85).
+    :param tokens_per_file: Tokens a file would be charged (Haystack's default, 1000).
+    :raises ValueError: If the encoding has no local copy, or a per-item charge is not a non-negative integer.
+    """
+
+    def __init__(self, encoding: str = "o200k_base", tokens_per_image: int = 85, tokens_per_file: int = 1000) -> None:
+        super().__init__(encoding)
+        for name, value in (("tokens_per_image", tokens_per_image), ("tokens_per_file", tokens_per_file)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"`{name}` must be a non-negative integer, got {value!r}.")
+        self.tokens_per_image = tokens_per_image
+        self.tokens_per_file = tokens_per_file
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise the counter."""
+        return default_to_dict(
+            self, encoding=self.encoding, tokens_per_image=self.tokens_per_image, tokens_per_file=self.tokens_per_file
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TiktokenCounter:
+        """Rebuild the counter from :meth:`to_dict`'s output."""
+        return default_from_dict(cls, data)
+
+    def __repr__(self) -> str:
+        return (
+            f"TiktokenCounter(encoding={self.encoding!r}, tokens_per_image={self.tokens_per_image}, "
+            f"tokens_per_file={self.tokens_per_file})"
+        )

@@ -6,6 +6,7 @@ from typing import Any
 
 from core.messages import ChatMessage
 from core.serialization import default_from_dict, default_to_dict
+from hooks.compaction.protocol import Compactor
 from hooks.compaction.token_counters import TokenCounter
 from hooks.compaction.utils import COMPACTION_META_KEY, replace_tool_results_until_target
 
@@ -13,7 +14,7 @@ STRATEGY = "tool_result_pruning"
 DEFAULT_PLACEHOLDER = "[Tool result removed to free up context. Call `{tool_name}` again if you need it.]"
 
 
-class ToolResultPruningCompactor:
+class ToolResultPruningCompactor(Compactor):
     """Rewrites older tool results as a placeholder, keeping every message and so every call/result pair.
 
     Results are pruned oldest first and pruning stops as soon as the conversation fits the target,
@@ -61,14 +62,8 @@ class ToolResultPruningCompactor:
             target_tokens=target_tokens,
             token_counter=token_counter,
             min_keep_steps=self.min_keep_steps,
-            replace=lambda message: self._prune(message, token_counter),
+            replace=lambda message, _index: self._prune(message, token_counter),
         )
-
-    async def compact_async(
-        self, messages: list[ChatMessage], target_tokens: int, token_counter: TokenCounter
-    ) -> list[ChatMessage] | None:
-        """Same as :meth:`compact` (no I/O involved)."""
-        return self.compact(messages, target_tokens, token_counter)
 
     def _prune(self, message: ChatMessage, counter: TokenCounter) -> tuple[ChatMessage, int] | None:
         """The placeholder message and the tokens it saves, or None when ``message`` is not prunable."""

@@ -12,8 +12,10 @@ Vocabulary (Haystack's):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from core.messages import ChatMessage, ChatRole
 from hooks.compaction.token_counters import TokenCounter
@@ -124,13 +126,19 @@ def flatten(groups: Sequence[Sequence[int]]) -> list[int]:
     return [index for group in groups for index in group]
 
 
+def protected_result_indices(messages: Sequence[ChatMessage], min_keep_steps: int) -> set[int]:
+    """Indices of the tool results of the newest ``min_keep_steps`` steps that have results."""
+    steps_with_results = [group[1:] for group in step_groups(messages, 0) if len(group) > 1]
+    return set(flatten(steps_with_results[-min_keep_steps:])) if min_keep_steps > 0 else set()
+
+
 def replace_tool_results_until_target(
     messages: list[ChatMessage],
     *,
     target_tokens: int,
     token_counter: TokenCounter,
     min_keep_steps: int,
-    replace: Callable[[ChatMessage], tuple[ChatMessage, int] | None],
+    replace: Callable[[ChatMessage, int], tuple[ChatMessage, int] | None],
 ) -> list[ChatMessage] | None:
     """Rewrite tool results, oldest first, until the conversation fits ``target_tokens``.
 
@@ -138,20 +146,20 @@ def replace_tool_results_until_target(
     it reports saving, so the whole conversation is never recounted. Results of the newest
     ``min_keep_steps`` steps that have results are never offered to ``replace``.
 
-    :param replace: Gets a tool-result message; returns its replacement and the tokens saved, or None.
+    :param replace: Gets a tool-result message and its index; returns its replacement and the tokens
+        saved, or None.
     :returns: The new list, or None when nothing was replaced.
     """
     running_total = token_counter.count(messages)
     if running_total <= target_tokens:
         return None
-    steps_with_results = [group[1:] for group in step_groups(messages, 0) if len(group) > 1]
-    protected = set(flatten(steps_with_results[-min_keep_steps:])) if min_keep_steps > 0 else set()
+    protected = protected_result_indices(messages, min_keep_steps)
     compacted = list(messages)
     changed = False
     for index, message in enumerate(messages):
         if message.tool_call_result is None or index in protected:
             continue
-        replacement = replace(message)
+        replacement = replace(message, index)
         if replacement is None:
             continue
         compacted[index], saved = replacement
@@ -160,3 +168,56 @@ def replace_tool_results_until_target(
         if running_total <= target_tokens:
             break
     return compacted if changed else None
+
+
+async def replace_tool_results_until_target_async(
+    messages: list[ChatMessage],
+    *,
+    target_tokens: int,
+    token_counter: TokenCounter,
+    min_keep_steps: int,
+    replace: Callable[[ChatMessage, int], Awaitable[tuple[ChatMessage, int] | None]],
+) -> list[ChatMessage] | None:
+    """:func:`replace_tool_results_until_target` with an awaited ``replace``, one result at a time.
+
+    :param replace: Gets a tool-result message and its index; returns its replacement and the tokens
+        saved, or None. Awaited in order, so a result is offered only when the ones before it did not
+        bring the conversation under the target.
+    :returns: The new list, or None when nothing was replaced.
+    """
+    running_total = token_counter.count(messages)
+    if running_total <= target_tokens:
+        return None
+    protected = protected_result_indices(messages, min_keep_steps)
+    compacted = list(messages)
+    changed = False
+    for index, message in enumerate(messages):
+        if message.tool_call_result is None or index in protected:
+            continue
+        replacement = await replace(message, index)
+        if replacement is None:
+            continue
+        compacted[index], saved = replacement
+        running_total -= saved
+        changed = True
+        if running_total <= target_tokens:
+            break
+    return compacted if changed else None
+
+
+def call_if_present(obj: Any, name: str) -> None:
+    """``obj.<name>()`` when ``obj`` has such a method (a lifecycle step a part may not have)."""
+    method = getattr(obj, name, None)
+    if callable(method):
+        method()
+
+
+async def call_async_or_sync(obj: Any, async_name: str, sync_name: str) -> None:
+    """``await obj.<async_name>()`` when ``obj`` has it, else ``obj.<sync_name>()`` when it has that."""
+    method = getattr(obj, async_name, None)
+    if callable(method):
+        outcome = method()
+        if inspect.isawaitable(outcome):
+            await outcome
+        return
+    call_if_present(obj, sync_name)
