@@ -88,7 +88,8 @@ def unstored_text(tool_name: str, content: str, deadline: timedelta, error: obje
 class OffloadInstruction(BaseModel):
     """Tells the tool activity to offload a big result itself, so it never enters history.
 
-    Set by ``ToolResultOffloadHook`` for tools whose policy needs no State to decide.
+    Set by ``ToolResultOffloadHook`` when that gives the outcome of running the ``after_tool`` hooks
+    in order: no hook registered before it reads tool results, and the tool's policy needs no State.
 
     :param store: Store descriptor, already scoped to the run.
     :param policy: The tool's offload policy (``policy.to_dict()``).

@@ -9,11 +9,28 @@ Beyond ``run``/``run_async`` the run loop looks for these protocols (``isinstanc
 nothing else is duck-typed):
 
 - :class:`HasMemory`: memory kept across continue-as-new (``snapshot``/``restore``);
-- :class:`WarmsUp` and :class:`Closes`: lifecycle, once per workflow run;
+- :class:`WarmsUp`/:class:`WarmsUpAsync` and :class:`Closes`/:class:`ClosesAsync`: lifecycle, once
+  per workflow run (the async variant is awaited in preference); ``close`` runs also when the run
+  fails or is cancelled;
 - :class:`OffloadsInToolActivity`: an ``after_tool`` hook that wants the tool activity itself
   to write a big result to a store, so the result never enters history;
+- :class:`ReadsToolResults`: whether an ``after_tool`` hook reads this step's tool results
+  (``reads_tool_results = False`` declares it does not); see "Tool results and hook order";
 - :class:`NeedsSearchAttributes`: search attributes the hook sets, checked when a run starts;
 - :class:`ReportsPending` (on a run extension, not a hook): how many decisions a run awaits.
+
+Tool results and hook order
+---------------------------
+``after_tool`` hooks run in registration order, and each sees the tool results as the hooks before
+it left them (a redaction hook registered before ``ToolResultOffloadHook`` means the store only ever
+gets redacted text). The tool activity may write a result to a store itself
+(:class:`OffloadsInToolActivity`) only when that gives the same outcome as running the hooks in
+order: the offloading hook comes first among the ``after_tool`` hooks that read results. Any hook
+counts as reading results (it may read, rewrite or copy them) unless it declares otherwise with a
+class attribute ``reads_tool_results = False`` (:class:`ReadsToolResults`, checked by
+:func:`reads_tool_results`); a function hook (``@hook``) cannot declare it, so it always counts.
+Declare it only for a hook that never looks at tool-result messages (one that reads only
+``step_count`` or ``token_usage``, say).
 
 Errors
 ------
@@ -36,6 +53,7 @@ A hook is part of the run, so what it raises decides the run's fate, by one rule
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from core.spec import (
@@ -62,13 +80,17 @@ __all__ = [
     "ON_EXIT",
     "VALID_HOOK_POINTS",
     "Closes",
+    "ClosesAsync",
     "HasMemory",
     "Hook",
     "HookPoint",
     "NeedsSearchAttributes",
     "OffloadsInToolActivity",
+    "ReadsToolResults",
     "ReportsPending",
     "WarmsUp",
+    "WarmsUpAsync",
+    "reads_tool_results",
 ]
 
 
@@ -132,6 +154,25 @@ class WarmsUp(Protocol):
 
 
 @runtime_checkable
+class WarmsUpAsync(Protocol):
+    """:class:`WarmsUp`, awaited: the run loop awaits ``warm_up_async`` in preference to ``warm_up``
+    (it may await activities)."""
+
+    async def warm_up_async(self) -> None:
+        """Prepare, awaiting activities if needed."""
+        ...
+
+
+@runtime_checkable
+class ClosesAsync(Protocol):
+    """:class:`Closes`, awaited: the run loop awaits ``close_async`` in preference to ``close``."""
+
+    async def close_async(self) -> None:
+        """Release, awaiting activities if needed."""
+        ...
+
+
+@runtime_checkable
 class Closes(Protocol):
     """A hook with something to release when the workflow run ends (also when it fails).
 
@@ -144,17 +185,46 @@ class Closes(Protocol):
 
 
 @runtime_checkable
+class ReadsToolResults(Protocol):
+    """An ``after_tool`` hook that says whether it reads this step's tool results.
+
+    Set ``reads_tool_results = False`` (a class attribute) on a hook that never reads, rewrites or
+    copies tool-result messages; an offloading hook registered after it may then still have the
+    tool activity write results (see "Tool results and hook order" above). A hook without the
+    attribute, or with any other value, counts as reading them.
+    """
+
+    reads_tool_results: bool
+
+
+def reads_tool_results(hook: Any) -> bool:
+    """Whether ``hook`` may read this step's tool results: True unless it declares
+    ``reads_tool_results = False`` (:class:`ReadsToolResults`)."""
+    return not (isinstance(hook, ReadsToolResults) and hook.reads_tool_results is False)
+
+
+@runtime_checkable
 class OffloadsInToolActivity(Protocol):
     """An ``after_tool`` hook that may have the tool activity write a result to a store itself.
 
-    Before each tool call the run loop asks the ``after_tool`` hooks in order; the first
-    instruction wins and travels with the call, so a multi-MB result is written on the worker
-    and only a pointer comes back into history. The hook must then recognise (and skip) the
-    results the activity already offloaded.
+    Before each tool call the run loop asks the first ``after_tool`` hook that has this protocol
+    (the ones after it run later, on what it left, so they are not asked), and hands it the
+    ``after_tool`` hooks registered before it. Its instruction travels with the call, so a
+    multi-MB result is written on the worker and only a pointer comes back into history.
+
+    Writing in the activity must give the same outcome as running the hooks in order: the hook
+    answers None when any of ``hooks_before`` reads tool results (:func:`reads_tool_results`) or
+    when its decision needs more than the tool name and result, and then decides in its own turn.
+    It must recognise (and skip) the results the activity already offloaded.
     """
 
     def activity_offload(
-        self, state: State, tool_name: str, call_id: str | None, position: int
+        self,
+        state: State,
+        tool_name: str,
+        call_id: str | None,
+        position: int,
+        hooks_before: Sequence[Any] = (),
     ) -> OffloadInstruction | None:
         """The instruction for this call, or None to leave the result to the hook's own turn.
 
@@ -162,6 +232,8 @@ class OffloadsInToolActivity(Protocol):
         :param tool_name: The tool to be called.
         :param call_id: The call's id (None for id-less calls).
         :param position: The call's position in this step's batch.
+        :param hooks_before: The ``after_tool`` hooks registered before this one, which run
+            before it on the tool results.
         """
         ...
 

@@ -199,3 +199,29 @@ class OffloadLongResultsInTheWorkflow:
     @classmethod
     def from_dict(cls, data: dict) -> OffloadLongResultsInTheWorkflow:
         return cls()
+
+
+class LifecycleProbe:
+    """A hook with warm_up/close (the run loop calls them once per workflow run); ``run`` records
+    how many times it was warmed up, ``close`` can be told to fail."""
+
+    def __init__(self, fail_on_close: bool = False) -> None:
+        self.fail_on_close = fail_on_close
+        self.warmed = 0
+
+    def warm_up(self) -> None:
+        self.warmed += 1
+
+    def run(self, state: State) -> None:
+        state.set("trace", [f"warmed={self.warmed}"])
+
+    def close(self) -> None:
+        if self.fail_on_close:
+            raise RuntimeError("closing failed")
+
+    def to_dict(self) -> dict:
+        return {"type": "tests.tools.LifecycleProbe", "init_parameters": {"fail_on_close": self.fail_on_close}}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> LifecycleProbe:
+        return cls(**data["init_parameters"])

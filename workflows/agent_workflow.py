@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from core.wire import AGENT_SPEC_ERROR, HOOK_ERROR, MODEL_CALL_FAILED, RUN_STATUS_QUERY, WORKFLOW_TYPE
     from hooks.context import RunContext, set_current_run
     from hooks.family import family_workflow_handlers
-    from hooks.protocol import Closes, HasMemory, OffloadsInToolActivity, WarmsUp
+    from hooks.protocol import Closes, ClosesAsync, HasMemory, OffloadsInToolActivity, WarmsUp, WarmsUpAsync
     from workflows.stored_conversation import StoredConversation
 
     # The hook families' Signal, Update and Query handlers, as base classes of the workflow.
@@ -147,18 +147,26 @@ class AgentWorkflow(*FAMILY_HANDLERS):
         set_current_run(context)
         hooks = agent.distinct_hooks()
         for hook in hooks:
-            if isinstance(hook, WarmsUp):
-                self._lifecycle(hook, "warm_up", hook.warm_up)
+            if isinstance(hook, WarmsUpAsync):
+                await self._lifecycle(hook, "warm_up", hook.warm_up_async())
+            elif isinstance(hook, WarmsUp):
+                await self._lifecycle(hook, "warm_up", hook.warm_up)
         try:
             return await self._run(agent, run_input)
         finally:
             for hook in hooks:
-                if isinstance(hook, Closes):
-                    self._lifecycle(hook, "close", hook.close)
+                if isinstance(hook, ClosesAsync):
+                    await self._lifecycle(hook, "close", hook.close_async())
+                elif isinstance(hook, Closes):
+                    await self._lifecycle(hook, "close", hook.close)
 
-    def _lifecycle(self, hook: Any, stage: str, call: Any) -> None:
+    async def _lifecycle(self, hook: Any, stage: str, call: Any) -> None:
+        """Run a hook's ``warm_up``/``close`` (a callable, or an awaitable of its async variant)."""
         try:
-            call()
+            if callable(call):
+                call()
+            else:
+                await call
         except TASK_RETRYING_ERRORS:
             raise
         except Exception as err:
@@ -322,13 +330,21 @@ class AgentWorkflow(*FAMILY_HANDLERS):
         return list(await asyncio.gather(*(run_one(i, c) for i, c in enumerate(calls))))
 
     def _offload_instruction(self, call: ToolCall, position: int) -> OffloadInstruction | None:
-        """The first after_tool hook that wants the tool activity to offload this call's result."""
+        """Whether the tool activity writes this call's result to a store itself (the instruction).
+
+        after_tool hooks see results in registration order, so only the first
+        ``OffloadsInToolActivity`` hook is asked, with the hooks registered before it; it answers
+        None when one of them reads results (hooks/protocol.py, "Tool results and hook order").
+        Replay never depends on the answer: it only shapes the activity's input, and the steps
+        after the call read the result recorded in history.
+        """
         context = self._require_context()
-        for hook in context.agent.hooks.get(AFTER_TOOL, []):
+        hooks = context.agent.hooks.get(AFTER_TOOL, [])
+        for index, hook in enumerate(hooks):
             if isinstance(hook, OffloadsInToolActivity):
-                instruction = hook.activity_offload(context.state, call.tool_name, call.id, position)
-                if instruction is not None:
-                    return instruction
+                return hook.activity_offload(
+                    context.state, call.tool_name, call.id, position, hooks_before=hooks[:index]
+                )
         return None
 
     # -- hooks -------------------------------------------------------------------------------
@@ -383,7 +399,7 @@ class AgentWorkflow(*FAMILY_HANDLERS):
             "messages": messages,
             "step_count": 0,
             "token_usage": {},
-            "tool_call_counts": {},
+            "tool_call_counts": {t.name: 0 for t in agent.tool_specs},  # as Haystack: every tool, from 0
             "exit_reason": None,
             "continue_run": False,
             "stop_run": None,

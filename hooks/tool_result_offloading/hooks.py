@@ -4,11 +4,15 @@ Same rules as Haystack's hook of the same name; what durability changes is where
 happens. The hook decides in workflow code (deterministically: :meth:`ToolResultOffloadHook.plan`)
 and writes through the ``store_tool_result`` activity (:meth:`ToolResultOffloadHook.run_async`),
 then swaps each offloaded result for a pointer with a preview (:meth:`ToolResultOffloadHook.apply`).
+When it comes first among the ``after_tool`` hooks that read results and the tool's policy needs no
+State, the tool activity writes the result itself instead, so it never enters history
+(:meth:`ToolResultOffloadHook.activity_offload`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -31,6 +35,7 @@ from core.serialization import default_to_dict, object_from_dict
 from core.state import State, replace_values
 from hooks._tool_keys import decode_tool_key, encode_tool_key, lookup_by_tool, validate_tool_keys
 from hooks.context import run_logger
+from hooks.protocol import reads_tool_results as hook_reads_tool_results
 from hooks.tool_result_offloading.protocol import OffloadPolicy, ToolResultStore
 
 #: ``hook_context`` key of a per-run store descriptor (``store.to_dict()``); it wins over the hook's store.
@@ -77,6 +82,11 @@ class ToolResultOffloadHook:
     the deadline it is replaced by an error message saying it could not be stored (the model may
     call the tool again), a warning is logged, and the run goes on.
 
+    Hooks run in registration order, and this one stores a result as the ``after_tool`` hooks
+    registered before it left it (a redaction hook before it means only redacted text is stored).
+    The tool activity writes a result itself (so a big result never enters history) only when that
+    gives the same outcome: see :meth:`activity_offload`.
+
     Each run writes to its own store: the store descriptor in
     ``hook_context[RESULT_STORE_CONTEXT_KEY]`` if present, else ``store``, scoped to the run
     with ``for_run(workflow id)`` when the store supports it.
@@ -91,6 +101,8 @@ class ToolResultOffloadHook:
     """
 
     allowed_hook_points = ("after_tool",)
+    #: It rewrites this step's tool results: hooks registered after it see pointers (hooks/protocol.py).
+    reads_tool_results = True
 
     def __init__(
         self,
@@ -161,13 +173,27 @@ class ToolResultOffloadHook:
         return tasks
 
     def activity_offload(
-        self, state: State, tool_name: str, call_id: str | None, position: int
+        self,
+        state: State,
+        tool_name: str,
+        call_id: str | None,
+        position: int,
+        hooks_before: Sequence[Any] = (),
     ) -> OffloadInstruction | None:
         """Let the tool activity offload this call's result itself (the run loop asks before each call).
 
-        Only for tools whose policy decides from the result alone (``decides_without_state``), so
-        a multi-MB result never enters workflow history; the hook then finds it marked and skips it.
+        Only when that gives the outcome of running the ``after_tool`` hooks in order: no hook in
+        ``hooks_before`` reads tool results (a redaction hook registered before this one must see,
+        and rewrite, the result before it is stored), and the tool's policy decides from the result
+        alone (``decides_without_state``). Then a multi-MB result never enters workflow history, and
+        this hook finds it marked in its turn and skips it. Otherwise it returns None and this hook
+        decides and writes in its own turn (:meth:`run_async`), on the result as the hooks before
+        it left it.
+
+        :param hooks_before: The ``after_tool`` hooks registered before this one.
         """
+        if any(hook_reads_tool_results(hook) for hook in hooks_before):
+            return None
         policy = self.policy_for(tool_name)
         if policy is None or not getattr(policy, "decides_without_state", False):
             return None

@@ -1,20 +1,23 @@
 """Ready-made offload policies (same names and meaning as Haystack's).
 
 A custom policy is any module-level class with ``should_offload(tool_name, result, state)``,
-``to_dict`` and ``from_dict``; subclass :class:`OffloadPolicyBase` to get the last two for a
-policy whose constructor arguments are JSON values.
+``to_dict`` and ``from_dict``. Subclass :class:`~hooks.tool_result_offloading.protocol.OffloadPolicy`
+(or :class:`OffloadPolicyBase`, which adds equality and a readable ``repr``) to get ``to_dict`` and
+``from_dict`` for a policy whose constructor takes no arguments.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from core.serialization import default_from_dict, default_to_dict
+from core.serialization import default_to_dict
 from core.state import State
+from hooks.tool_result_offloading.protocol import OffloadPolicy
 
 
-class OffloadPolicyBase:
-    """Serialisation for policies whose ``__init__`` takes no arguments (override ``to_dict`` otherwise).
+class OffloadPolicyBase(OffloadPolicy):
+    """Base of the ready-made policies: the protocol's serialisation (no init arguments unless
+    ``to_dict`` is overridden), equality by serialised form, and a readable ``repr``.
 
     Set ``decides_without_state = True`` on a policy whose decision reads only the tool name and
     result: the tool activity can then apply it itself, and a big result never enters history.
@@ -25,15 +28,6 @@ class OffloadPolicyBase:
     def should_offload(self, tool_name: str, result: str, state: State) -> bool:
         """Whether to offload; subclasses decide."""
         raise NotImplementedError
-
-    def to_dict(self) -> dict[str, Any]:
-        """Serialise with no init parameters."""
-        return default_to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Any:
-        """Rebuild from :meth:`to_dict`'s output."""
-        return default_from_dict(cls, data)
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.to_dict() == self.to_dict()  # type: ignore[attr-defined]

@@ -2,12 +2,19 @@
 
 Both travel by reference in the workflow input (``to_dict``/``from_dict``), so a custom store
 or policy must be a module-level class the worker can import.
+
+As in Haystack, each is a ``Protocol`` with default ``to_dict``/``from_dict``: subclass it and a
+store or policy whose constructor takes no arguments serialises as
+``{"type": "<module>.<Class>", "init_parameters": {}}`` and rebuilds with no further code (override
+both when the constructor takes arguments). Both are also ``runtime_checkable``, so
+``isinstance(obj, ToolResultStore)`` holds for a subclass and for any class with the same methods.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from core.serialization import default_from_dict, default_to_dict
 from core.state import State
 
 
@@ -20,6 +27,8 @@ class ToolResultStore(Protocol):
     A store may also define ``for_run(run_id) -> ToolResultStore`` returning a copy scoped to
     one run (its keys and readable references confined to that run); the hook and the
     ``read_tool_result`` tool call it when present.
+
+    The default ``to_dict``/``from_dict`` cover stores whose constructor takes no arguments.
     """
 
     def write(self, *, key: str, content: str) -> str:
@@ -41,13 +50,13 @@ class ToolResultStore(Protocol):
         ...
 
     def to_dict(self) -> dict[str, Any]:
-        """Serialise to ``{"type": import_path, "init_parameters": {...}}``."""
-        ...
+        """Serialise to ``{"type": import_path, "init_parameters": {}}`` (override when ``__init__`` takes arguments)."""
+        return default_to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResultStore:
-        """Rebuild from :meth:`to_dict`'s output."""
-        ...
+        """Rebuild from :meth:`to_dict`'s output: ``cls(**init_parameters)``."""
+        return default_from_dict(cls, data)
 
 
 @runtime_checkable
@@ -55,6 +64,10 @@ class OffloadPolicy(Protocol):
     """Decides, per tool result, whether it is offloaded or stays in the conversation.
 
     Policies run as workflow code: keep ``should_offload`` deterministic (no I/O, no clock).
+    A policy that decides from the tool name and result alone may say so with a class attribute
+    ``decides_without_state = True``; the tool activity may then apply it itself (see
+    ``ToolResultOffloadHook.activity_offload``). The default ``to_dict``/``from_dict`` cover
+    policies whose constructor takes no arguments.
     """
 
     def should_offload(self, tool_name: str, result: str, state: State) -> bool:
@@ -67,10 +80,10 @@ class OffloadPolicy(Protocol):
         ...
 
     def to_dict(self) -> dict[str, Any]:
-        """Serialise to ``{"type": import_path, "init_parameters": {...}}``."""
-        ...
+        """Serialise to ``{"type": import_path, "init_parameters": {}}`` (override when ``__init__`` takes arguments)."""
+        return default_to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> OffloadPolicy:
-        """Rebuild from :meth:`to_dict`'s output."""
-        ...
+        """Rebuild from :meth:`to_dict`'s output: ``cls(**init_parameters)``."""
+        return default_from_dict(cls, data)

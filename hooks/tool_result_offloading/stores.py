@@ -21,6 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from activities.tool_results import encode_key_segment
 from core.s3 import s3_client, tool_results_bucket
 from core.serialization import default_from_dict, default_to_dict
+from hooks.tool_result_offloading.protocol import ToolResultStore
 
 #: Default local directory for offloaded results (``TOOL_RESULTS_DIR`` overrides it).
 DEFAULT_TOOL_RESULTS_DIR = ".agent-dev/tool-results"
@@ -47,7 +48,7 @@ def check_relative_key(key: str) -> str:
     return key
 
 
-class FileSystemToolResultStore:
+class FileSystemToolResultStore(ToolResultStore):
     """Writes each result to ``root/key`` (``root/<run id>/key`` once bound with :meth:`for_run`).
 
     References are absolute file paths. A key or reference that resolves outside the store's
@@ -121,7 +122,7 @@ class FileSystemToolResultStore:
         return f"FileSystemToolResultStore(root={str(self.root)!r}, run_id={self.run_id!r})"
 
 
-class S3ToolResultStore:
+class S3ToolResultStore(ToolResultStore):
     """Writes each result to ``s3://bucket/{prefix}/{run id}/{key}`` with boto3.
 
     boto3 is configured by its own environment (``AWS_ENDPOINT_URL_S3``, ``AWS_ACCESS_KEY_ID``,
