@@ -1,8 +1,10 @@
 """Human-in-the-loop that waits for days: confirm, modify or reject tool calls before they run.
 
 Same names and rules as Haystack 3.x's ``haystack.hooks.human_in_the_loop`` (``ConfirmationHook``,
-the policies, ``ToolExecutionDecision``, ``ConfirmationUIResult``), with a durable strategy:
-``DurableConfirmationStrategy`` waits in the workflow for a decision sent by Signal
+the policies, ``BlockingConfirmationStrategy``, ``ConfirmationUI``, ``SimpleConsoleUI``,
+``RichConsoleUI``, ``ToolExecutionDecision``, ``ConfirmationUIResult``), with durable strategies:
+``DurableConfirmationStrategy`` (and ``BlockingConfirmationStrategy``, which also names the UI the
+approver is asked through) waits in the workflow for a decision sent by Signal
 (``tool_decision``) or validated Update (``submit_tool_decision``), for as long as it takes.
 """
 
@@ -23,8 +25,9 @@ from hooks.human_in_the_loop.handlers import ConfirmationHandlers
 from hooks.human_in_the_loop.hooks import CONFIRMATION_KEY, ConfirmationHook
 from hooks.human_in_the_loop.notifications import notify_approval_request
 from hooks.human_in_the_loop.policies import AlwaysAskPolicy, AskOncePolicy, NeverAskPolicy
-from hooks.human_in_the_loop.protocol import ConfirmationPolicy, ConfirmationStrategy
-from hooks.human_in_the_loop.strategies import DurableConfirmationStrategy
+from hooks.human_in_the_loop.protocol import ConfirmationPolicy, ConfirmationStrategy, ConfirmationUI
+from hooks.human_in_the_loop.strategies import BlockingConfirmationStrategy, DurableConfirmationStrategy
+from hooks.human_in_the_loop.user_interfaces import RichConsoleUI, SimpleConsoleUI
 
 #: What the rest of the system provides for confirmations: the webhook activity, the Signal,
 #: Update and Query handlers, and the ``pending``/``approve``/``reject``/``modify`` commands.
@@ -41,16 +44,20 @@ __all__ = [
     "AlwaysAskPolicy",
     "ApprovalNotification",
     "AskOncePolicy",
+    "BlockingConfirmationStrategy",
     "ConfirmationDesk",
     "ConfirmationHook",
     "ConfirmationPolicy",
     "ConfirmationStrategy",
+    "ConfirmationUI",
     "ConfirmationUIResult",
     "DecisionError",
     "DecisionRecord",
     "DurableConfirmationStrategy",
     "NeverAskPolicy",
     "PendingConfirmation",
+    "RichConsoleUI",
+    "SimpleConsoleUI",
     "ToolDecision",
     "ToolExecutionDecision",
     "arguments_sha256",

@@ -8,6 +8,13 @@ exit code), and the CLI connects from the environment before calling it.
 person has the Bool search attribute ``AgentWaitingForApproval`` set (the confirmation desk
 upserts it), so the listing is ``AgentWaitingForApproval = true AND ExecutionStatus = 'Running'``,
 then each run's ``pending_confirmations`` query.
+
+``agent approve --interactive [RUN [CALL]]`` walks the pending calls of RUN (or of every waiting
+run) through the ``ConfirmationUI`` each request names (``BlockingConfirmationStrategy``'s UI;
+``SimpleConsoleUI`` when it names none): the person confirms, rejects with a reason, or modifies
+the arguments, and each answer goes to the run by the validated Update. An answer the run refuses
+(new arguments that fail the tool's JSON schema, for one) is shown with the run's reason and the
+call is asked again.
 """
 
 from __future__ import annotations
@@ -19,10 +26,20 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
-from hooks.human_in_the_loop.client import ConfirmationError, list_waiting_runs, submit_decision
-from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingSummary, ToolDecision
+from core.serialization import import_object, object_from_dict
+from hooks.human_in_the_loop.client import (
+    ConfirmationError,
+    DecisionRefusedError,
+    list_waiting_runs,
+    query_pending,
+    submit_decision,
+)
+from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, PendingSummary, ToolDecision
+from hooks.human_in_the_loop.protocol import ConfirmationUI
+from hooks.human_in_the_loop.strategies import as_ui_result
+from hooks.human_in_the_loop.user_interfaces import SimpleConsoleUI
 
 ARGS_WIDTH = 48
 
@@ -46,7 +63,29 @@ def add_approval_commands(subparsers: Any) -> None:
         parser.add_argument("--approver", default=None, help="who decides (default: the current user)")
         return parser
 
-    decision_parser("approve", "run a pending tool call as requested").set_defaults(handler=cmd_approve)
+    approve = subparsers.add_parser(
+        "approve",
+        help="run a pending tool call as requested; with --interactive, decide every pending call through "
+        "the run's ConfirmationUI",
+    )
+    approve.add_argument("run", nargs="?", help="the run id (workflow id); with --interactive, optional")
+    approve.add_argument("call", nargs="?", help="the tool call id (see `agent pending`); with --interactive, optional")
+    approve.add_argument("--approver", default=None, help="who decides (default: the current user)")
+    approve.add_argument(
+        "--interactive",
+        "-i",
+        action="store_true",
+        help="walk the pending calls of RUN (default: of every waiting run), asking through the UI each run "
+        "names (default SimpleConsoleUI): confirm, reject with a reason, or modify the arguments",
+    )
+    approve.add_argument(
+        "--ui",
+        default=None,
+        metavar="IMPORT_PATH",
+        help="with --interactive: ask through this ConfirmationUI class instead "
+        "(e.g. hooks.human_in_the_loop.user_interfaces.RichConsoleUI)",
+    )
+    approve.set_defaults(handler=cmd_approve)
     reject = decision_parser("reject", "do not run a pending tool call; the model is told why")
     reject.add_argument("--feedback", default=None, help="why (the model sees it)")
     reject.set_defaults(handler=cmd_reject)
@@ -138,8 +177,152 @@ async def _decide(args: argparse.Namespace, client: Client, action: str, **field
 
 
 async def cmd_approve(args: argparse.Namespace, client: Client) -> int:
-    """``agent approve RUN CALL``."""
+    """``agent approve RUN CALL``, or ``agent approve --interactive [RUN [CALL]]``."""
+    if getattr(args, "interactive", False):
+        ui = None
+        if args.ui:
+            try:
+                ui = import_object(args.ui)()
+            except (ValueError, TypeError) as err:
+                print(f"error: --ui {args.ui}: {err}", file=sys.stderr)
+                return 2
+        return await approve_interactively(client, run_id=args.run, call_id=args.call, approver=_approver(args), ui=ui)
+    if not args.run or not args.call:
+        print(
+            "error: agent approve needs RUN and CALL (see `agent pending`), or --interactive to walk the pending "
+            "calls through the run's confirmation UI",
+            file=sys.stderr,
+        )
+        return 2
+    if args.ui:
+        print("error: --ui only applies with --interactive", file=sys.stderr)
+        return 2
     return await _decide(args, client, "confirm")
+
+
+# -- agent approve --interactive ---------------------------------------------------------------
+
+
+def confirmation_ui_for(request: PendingConfirmation) -> ConfirmationUI:
+    """The UI ``request`` names (rebuilt from its import path), or :class:`SimpleConsoleUI` when it
+    names none or this process cannot import it (a note says so)."""
+    if request.confirmation_ui:
+        try:
+            return object_from_dict(dict(request.confirmation_ui))
+        except (ValueError, TypeError, ImportError) as err:
+            print(f"note: cannot load the run's confirmation UI ({err}); asking with SimpleConsoleUI instead.")
+    return SimpleConsoleUI()
+
+
+async def approve_interactively(
+    client: Client,
+    run_id: str | None = None,
+    call_id: str | None = None,
+    approver: str | None = None,
+    ui: ConfirmationUI | None = None,
+) -> int:
+    """Ask a person about every pending call of ``run_id`` (default: of every waiting run) and send
+    each answer by the validated Update (what ``agent approve --interactive`` runs).
+
+    Each call is asked through ``ui`` if given, else the UI its request names
+    (:func:`confirmation_ui_for`). An answer the run refuses (new arguments failing the tool's JSON
+    schema, a reason over the size limit, an unknown action) is printed with the run's reason and
+    the call is asked again; a call decided meanwhile by someone else is skipped. Calls a run
+    publishes while the walk goes on (a second call of a tool under ``AskOncePolicy`` is asked after
+    the first is decided) are walked too.
+
+    :param client: A client with the project's data converter.
+    :param run_id: The run to walk; None for every run that waits for approval (``list_waiting_runs``).
+    :param call_id: Only this call of ``run_id``.
+    :param approver: Recorded as who decided.
+    :param ui: Ask through this UI instead of the ones the runs name.
+    :returns: 0 when every call was decided (or none waited), 1 when a run or call could not be
+        decided (unknown run, unknown call).
+    :raises EOFError: When the UI's input ends before an answer.
+    """
+    if run_id is None:
+        if call_id is not None:
+            print("error: a CALL needs its RUN", file=sys.stderr)
+            return 2
+        run_ids = [run.run_id for run in (await list_waiting_runs(client)).runs]
+    else:
+        run_ids = [run_id]
+    decided = 0
+    failed = False
+    for current in run_ids:
+        handle = client.get_workflow_handle(current)
+        seen: set[str] = set()
+        while True:
+            try:
+                pending = [p for p in await query_pending(handle) if p.tool_call_id not in seen]
+            except ConfirmationError as err:
+                print(f"error: {err}", file=sys.stderr)
+                failed = True
+                break
+            if call_id is not None:
+                if not seen and not any(p.tool_call_id == call_id for p in pending):
+                    waiting = ", ".join(p.tool_call_id for p in pending) or "none"
+                    print(
+                        f"error: run {current} has no pending call '{call_id}' (pending: {waiting})",
+                        file=sys.stderr,
+                    )
+                    failed = True
+                pending = [p for p in pending if p.tool_call_id == call_id]
+            if not pending:
+                break
+            for request in pending:
+                seen.add(request.tool_call_id)
+                if await _ask_until_accepted(handle, request, approver, ui or confirmation_ui_for(request)):
+                    decided += 1
+    if decided == 0 and not failed:
+        print("No pending call to decide.")
+    return 1 if failed else 0
+
+
+async def _ask_until_accepted(
+    handle: WorkflowHandle, request: PendingConfirmation, approver: str | None, ui: ConfirmationUI
+) -> bool:
+    """Ask about one call until the run accepts an answer; False when it can no longer be decided."""
+    outcome = "confirmed" if request.on_timeout == "confirm" else "rejected"
+    expires = f"; unanswered, it is {outcome} at {_when(request.expires_at)}" if request.expires_at else ""
+    print(f"\nRun {handle.id}, call {request.tool_call_id} (waiting since {_when(request.requested_at)}{expires})")
+    while True:
+        # The UI prompts synchronously (as Haystack's do): Ctrl-C interrupts it at once.
+        try:
+            raw = ui.get_user_confirmation(request.tool_name, request.tool_description, dict(request.tool_params))
+        except ImportError as err:  # e.g. RichConsoleUI where rich is not installed
+            print(f"note: {err}; asking with SimpleConsoleUI instead.")
+            ui = SimpleConsoleUI()
+            continue
+        answer = as_ui_result(raw)
+        decision = ToolDecision(
+            tool_call_id=request.tool_call_id,
+            action=answer.action,
+            feedback=answer.feedback,
+            new_tool_params=answer.new_tool_params if answer.action == "modify" else None,
+            approver=approver,
+            arguments_sha256=request.arguments_sha256 or None,
+        )
+        try:
+            record = await submit_decision(handle, decision)
+        except DecisionRefusedError as err:
+            if not await _still_pending(handle, request.tool_call_id):
+                print(f"skipped: {err}")
+                return False
+            print(f"refused: {err}\nAsking again.")
+            continue
+        except ConfirmationError as err:
+            print(f"skipped: {err}")
+            return False
+        _report(record, handle.id)
+        return True
+
+
+async def _still_pending(handle: WorkflowHandle, call_id: str) -> bool:
+    try:
+        return any(p.tool_call_id == call_id for p in await query_pending(handle))
+    except ConfirmationError:
+        return False
 
 
 async def cmd_reject(args: argparse.Namespace, client: Client) -> int:

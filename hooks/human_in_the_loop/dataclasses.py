@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,8 +36,34 @@ def arguments_sha256(arguments: dict[str, Any] | None) -> str:
     return hashlib.sha256(canonical_json(arguments).encode("utf-8")).hexdigest()
 
 
-class ConfirmationUIResult(BaseModel):
+class _PositionalModel(BaseModel):
+    """A pydantic model that also takes its leading fields positionally, in :attr:`_positional`
+    order, as the dataclass it mirrors does (``ConfirmationUIResult("confirm")``).
+
+    Keyword use and ``model_validate`` are unchanged; a field given neither way keeps its default
+    and stays unset (``model_fields_set``).
+    """
+
+    _positional: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, /, *args: Any, **data: Any) -> None:
+        names = type(self)._positional
+        if len(args) > len(names):
+            raise TypeError(
+                f"{type(self).__name__}() takes at most {len(names)} positional arguments "
+                f"({', '.join(names)}), {len(args)} were given"
+            )
+        for name, value in zip(names, args, strict=False):
+            if name in data:
+                raise TypeError(f"{type(self).__name__}() got multiple values for argument '{name}'")
+            data[name] = value
+        super().__init__(**data)
+
+
+class ConfirmationUIResult(_PositionalModel):
     """What a person answered (as Haystack's ``ConfirmationUIResult``).
+
+    Positional arguments follow Haystack's order: ``ConfirmationUIResult("reject", "too risky")``.
 
     :param action: ``"confirm"``, ``"reject"`` or ``"modify"`` (not enforced here, so custom
         strategies may define their own).
@@ -45,13 +71,18 @@ class ConfirmationUIResult(BaseModel):
     :param new_tool_params: The replacement arguments of a ``"modify"``.
     """
 
+    _positional: ClassVar[tuple[str, ...]] = ("action", "feedback", "new_tool_params")
+
     action: str
     feedback: str | None = None
     new_tool_params: dict[str, Any] | None = None
 
 
-class ToolExecutionDecision(BaseModel):
+class ToolExecutionDecision(_PositionalModel):
     """What a strategy decided for one tool call (as Haystack's ``ToolExecutionDecision``).
+
+    Positional arguments follow Haystack's order (``tool_name, execute, tool_call_id, feedback,
+    final_tool_params``); ``record``, which Haystack does not have, is keyword-only.
 
     :param tool_name: The tool of the call.
     :param execute: Run the call (confirmed or modified) or not (rejected).
@@ -62,6 +93,8 @@ class ToolExecutionDecision(BaseModel):
         the hook stores it in the call's ``extra["confirmation"]`` (or, for a rejected call, in the
         answering tool message's ``meta["confirmation"]``) so it is part of the run's result.
     """
+
+    _positional: ClassVar[tuple[str, ...]] = ("tool_name", "execute", "tool_call_id", "feedback", "final_tool_params")
 
     tool_name: str
     execute: bool
@@ -91,6 +124,9 @@ class PendingConfirmation(BaseModel):
     :param expires_at: When ``on_timeout`` applies if no one decides.
     :param arguments_sha256: Hash of ``tool_params``; a decision may quote it to bind itself to them.
     :param on_timeout: What happens at ``expires_at``.
+    :param confirmation_ui: The ``ConfirmationUI`` (its ``to_dict()``, by import path) the strategy
+        names for the approver's side, e.g. ``agent approve --interactive``; None when the strategy
+        names none (``DurableConfirmationStrategy``: the approver's default, ``SimpleConsoleUI``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -103,6 +139,7 @@ class PendingConfirmation(BaseModel):
     expires_at: datetime | None = None
     arguments_sha256: str = ""
     on_timeout: str = "reject"
+    confirmation_ui: dict[str, Any] | None = None
 
 
 class ToolDecision(BaseModel):

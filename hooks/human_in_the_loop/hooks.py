@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from temporalio import workflow
+
 from core.messages import ChatMessage, ToolCall
 from core.serialization import default_to_dict, object_from_dict, object_to_dict
 from core.state import State, replace_values
@@ -32,9 +34,13 @@ class ConfirmationHook:
     tuple, a tuple beats ``"*"``). A tool with no matching key runs unasked; so does a call of an
     unknown tool (the run loop answers it with an error).
 
-    The calls of one step are decided independently and wait concurrently; each decision is
-    bound to one ``tool_call_id`` (id-less or duplicate ids get deterministic ones first). The
-    messages are then rewritten as in Haystack: the last (assistant) message is replaced by, in
+    In a run (``run_async``, which the run loop awaits) the calls of one step are decided
+    independently and wait concurrently, except that a policy which learns from answers
+    (``AskOncePolicy``) sees the calls of one tool in call order, as in Haystack (see
+    :mod:`hooks.human_in_the_loop.strategies`); each decision is bound to one ``tool_call_id``
+    (id-less or duplicate ids get deterministic ones first). ``run`` is the local, non-durable
+    path: it asks through each strategy's sync ``run``, one call after another, as Haystack does.
+    The messages are then rewritten as in Haystack: the last (assistant) message is replaced by, in
     order, an assistant/tool message pair per rejected call (the tool message has ``error=True``
     and the rejection text), a user message per modified call explaining the change, and the
     assistant message with the confirmed and modified calls (modified ones carrying the new
@@ -58,33 +64,85 @@ class ConfirmationHook:
                 raise ValueError(f"Strategy for {key!r} has no run_async() or run(): {strategy!r}.")
         self.confirmation_strategies = dict(confirmation_strategies)
 
+    def run(self, state: State) -> None:
+        """A local, non-durable run: ask for each pending call in turn through its strategy's sync
+        ``run`` (``BlockingConfirmationStrategy`` asks through its ``ConfirmationUI`` in this
+        process), then rewrite ``messages`` as :meth:`run_async` does.
+
+        :param state: As :meth:`run_async`.
+        :raises RuntimeError: Inside a workflow, where nothing may block on a person: the run loop
+            awaits :meth:`run_async`, which waits durably.
+        :raises TypeError: For a strategy that has no sync ``run`` (``DurableConfirmationStrategy``
+            only waits inside a run), when a call needs it.
+        """
+        if workflow.in_workflow():
+            raise RuntimeError(
+                "ConfirmationHook.run() asks in this process and blocks; inside an AgentWorkflow run use "
+                "`await hook.run_async(state)`, which waits for decisions durably (the run loop calls it)."
+            )
+        pending = self._pending(state)
+        if pending is None:
+            return
+        last, calls, tools, context = pending
+        decisions = []
+        for call in calls:
+            strategy, inputs = self._strategy_inputs(call, tools, context)
+            if strategy is None:
+                decisions.append(_passthrough(call))
+                continue
+            run = getattr(strategy, "run", None)
+            if not callable(run):
+                raise TypeError(
+                    f"{strategy!r} has no sync run(), so it cannot ask in a local run; use "
+                    "BlockingConfirmationStrategy there, or run the agent with Agent.start (durable)."
+                )
+            decisions.append(_bound(run(**inputs), call))
+        self._rewrite(state, last, calls, decisions)
+
     async def run_async(self, state: State) -> None:
         """Ask for every pending call at once, wait for all decisions, rewrite ``messages``.
 
         :param state: The run's State: reads ``messages`` (pending calls on the last message),
             ``tools``, ``step_count`` and ``hook_context``; writes ``messages``.
         """
+        pending = self._pending(state)
+        if pending is None:
+            return
+        last, calls, tools, context = pending
+        decisions = await asyncio.gather(*(self._decide(call, tools, context) for call in calls))
+        self._rewrite(state, last, calls, list(decisions))
+
+    @staticmethod
+    def _pending(
+        state: State,
+    ) -> tuple[ChatMessage, list[ToolCall], dict[str, ToolSpec], dict[str, Any] | None] | None:
+        """The last message, its calls with unique ids, the tools by name and the hook context;
+        None when the last message has no tool calls."""
         messages: list[ChatMessage] = state.data.get("messages") or []
         if not messages or not messages[-1].tool_calls:
-            return
+            return None
         last = messages[-1]
         calls = with_unique_ids(last.tool_calls, state.data.get("step_count", 0))
         tools: dict[str, ToolSpec] = {t.name: t for t in state.data.get("tools") or []}
-        context = state.data.get("hook_context")
-        decisions = await asyncio.gather(*(self._decide(call, tools, context) for call in calls))
-        replacement = apply_decisions(last.with_updates(tool_calls=calls), list(decisions))
+        return last, calls, tools, state.data.get("hook_context")
+
+    @staticmethod
+    def _rewrite(
+        state: State, last: ChatMessage, calls: list[ToolCall], decisions: list[ToolExecutionDecision]
+    ) -> None:
+        messages: list[ChatMessage] = state.data["messages"]
+        replacement = apply_decisions(last.with_updates(tool_calls=calls), decisions)
         state.set("messages", messages[:-1] + replacement, handler_override=replace_values)
 
-    async def _decide(
+    def _strategy_inputs(
         self, call: ToolCall, tools: dict[str, ToolSpec], context: dict[str, Any] | None
-    ) -> ToolExecutionDecision:
-        passthrough = ToolExecutionDecision(
-            tool_name=call.tool_name, execute=True, tool_call_id=call.id, final_tool_params=dict(call.arguments)
-        )
+    ) -> tuple[ConfirmationStrategy | None, dict[str, Any]]:
+        """The call's strategy and its keyword arguments; no strategy for a call that runs unasked
+        (no key matches its tool, the tool is unknown, or its arguments did not parse)."""
         spec = tools.get(call.tool_name)
         strategy = lookup_by_tool(call.tool_name, self.confirmation_strategies)
         if spec is None or strategy is None or (call.extra and "invalid_arguments" in call.extra):
-            return passthrough
+            return None, {}
         inputs = {
             "tool_name": call.tool_name,
             "tool_description": spec.description,
@@ -92,14 +150,17 @@ class ConfirmationHook:
             "tool_call_id": call.id,
             "confirmation_strategy_context": context,
         }
+        return strategy, inputs
+
+    async def _decide(
+        self, call: ToolCall, tools: dict[str, ToolSpec], context: dict[str, Any] | None
+    ) -> ToolExecutionDecision:
+        strategy, inputs = self._strategy_inputs(call, tools, context)
+        if strategy is None:
+            return _passthrough(call)
         run_async = getattr(strategy, "run_async", None)
         decision = await run_async(**inputs) if run_async is not None else strategy.run(**inputs)
-        if not isinstance(decision, ToolExecutionDecision):
-            decision = ToolExecutionDecision.model_validate(
-                decision.to_dict() if hasattr(decision, "to_dict") else decision
-            )
-        # Bind to this call whatever the strategy said.
-        return decision.model_copy(update={"tool_call_id": call.id, "tool_name": call.tool_name})
+        return _bound(decision, call)
 
     def search_attributes(self) -> dict[str, str]:
         """The search attributes the strategies set while a run waits for a person."""
@@ -145,6 +206,23 @@ class ConfirmationHook:
 
     def __repr__(self) -> str:
         return f"ConfirmationHook({self.confirmation_strategies!r})"
+
+
+def _passthrough(call: ToolCall) -> ToolExecutionDecision:
+    """Run ``call`` as the model asked, unasked."""
+    return ToolExecutionDecision(
+        tool_name=call.tool_name, execute=True, tool_call_id=call.id, final_tool_params=dict(call.arguments)
+    )
+
+
+def _bound(decision: Any, call: ToolCall) -> ToolExecutionDecision:
+    """A strategy's decision as a :class:`ToolExecutionDecision` bound to ``call``, whatever id and
+    tool name the strategy put in it."""
+    if not isinstance(decision, ToolExecutionDecision):
+        decision = ToolExecutionDecision.model_validate(
+            decision.to_dict() if hasattr(decision, "to_dict") else decision
+        )
+    return decision.model_copy(update={"tool_call_id": call.id, "tool_name": call.tool_name})
 
 
 def with_unique_ids(calls: list[ToolCall], step: int) -> list[ToolCall]:

@@ -1,11 +1,25 @@
-"""``DurableConfirmationStrategy``: ask a person and wait for the answer in the workflow, for days.
+"""Confirmation strategies: ask a person and wait for the answer in the workflow, for days.
 
-Where Haystack's ``BlockingConfirmationStrategy`` blocks on a console prompt, this strategy
-publishes a :class:`PendingConfirmation` on the run's desk (visible to the
-``pending_confirmations`` query and the ``AgentWaitingForApproval`` search attribute), waits
-with ``workflow.wait_condition`` for a decision delivered by the Signal ``tool_decision`` or
-the Update ``submit_tool_decision``, and turns it into a ``ToolExecutionDecision`` with the
-same templates and rules as Haystack. No process is held while it waits.
+Where Haystack's ``BlockingConfirmationStrategy`` blocks on a console prompt,
+``DurableConfirmationStrategy`` publishes a :class:`PendingConfirmation` on the run's desk
+(visible to the ``pending_confirmations`` query and the ``AgentWaitingForApproval`` search
+attribute), waits with ``workflow.wait_condition`` for a decision delivered by the Signal
+``tool_decision`` or the Update ``submit_tool_decision``, and turns it into a
+``ToolExecutionDecision`` with the same templates and rules as Haystack. No process is held while
+it waits.
+
+``BlockingConfirmationStrategy`` is Haystack's name and constructor on the same durable wait: in
+a workflow it waits exactly as ``DurableConfirmationStrategy`` does and names its
+``ConfirmationUI`` in each request, so ``agent approve --interactive`` asks the person through
+that UI; outside a workflow (a local, non-durable run) it asks through the UI directly, as
+Haystack's does.
+
+A policy that learns from answers (it overrides ``update_after_confirmation``, as
+``AskOncePolicy`` does) sees the calls of one tool in the order the model made them, as in
+Haystack, where calls are asked one after another: the second call of a tool in a step is put to
+the policy (and asked, if the policy still says so) only once the first is decided. So two
+identical calls under ``AskOncePolicy`` make one request when the first is confirmed. Calls of
+different tools, and every call under a policy that does not learn, wait concurrently.
 
 What a person sends is bounded (see :mod:`hooks.human_in_the_loop.desk`), and so is what the
 model is told about a modification: the new parameters already travel in full in the call that
@@ -40,7 +54,7 @@ from hooks.human_in_the_loop.desk import (
     DecisionLimits,
 )
 from hooks.human_in_the_loop.notifications import notify_approval_request
-from hooks.human_in_the_loop.protocol import ConfirmationPolicy
+from hooks.human_in_the_loop.protocol import ConfirmationPolicy, ConfirmationUI
 
 REJECTION_FEEDBACK_TEMPLATE = "Tool execution for '{tool_name}' was rejected by the user."
 MODIFICATION_FEEDBACK_TEMPLATE = (
@@ -57,6 +71,10 @@ MODIFICATION_PREVIEW_CHARS = 1_000
 #: Patch id (``workflow.patched``) under which requests carry decision limits: requests of runs
 #: recorded before the limits existed replay without them, as they ran.
 DECISION_LIMITS_PATCH = "hitl-decision-limits"
+
+#: Patch id under which a learning policy sees the calls of one tool in call order (see the
+#: module docstring): runs recorded before asked such calls concurrently and replay that way.
+ASK_IN_TOOL_ORDER_PATCH = "hitl-ask-in-tool-order"
 
 NOTIFY_RETRY_POLICY = RetryPolicy(
     initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_interval=timedelta(minutes=10)
@@ -79,6 +97,28 @@ def modification_feedback(
     """The explanation of a modification: ``template`` with ``{tool_name}`` and
     ``{final_tool_params}`` (:func:`params_preview`), so it stays short however big ``params`` is."""
     return template.format(tool_name=tool_name, final_tool_params=params_preview(params, limit))
+
+
+def policy_learns(policy: Any) -> bool:
+    """Whether ``policy``'s later answers may depend on earlier ones: it overrides
+    ``update_after_confirmation`` (``AskOncePolicy`` does; ``AlwaysAskPolicy`` and ``NeverAskPolicy``
+    do not)."""
+    method = getattr(type(policy), "update_after_confirmation", None)
+    return method is not None and method is not ConfirmationPolicy.update_after_confirmation
+
+
+def as_ui_result(answer: Any) -> ConfirmationUIResult:
+    """A UI's answer as a :class:`ConfirmationUIResult` (a dict, or any object with ``action``,
+    ``feedback`` and ``new_tool_params``, such as Haystack's dataclass, is converted)."""
+    if isinstance(answer, ConfirmationUIResult):
+        return answer
+    if isinstance(answer, dict):
+        return ConfirmationUIResult.model_validate(answer)
+    return ConfirmationUIResult(
+        action=answer.action,
+        feedback=getattr(answer, "feedback", None),
+        new_tool_params=getattr(answer, "new_tool_params", None),
+    )
 
 
 def describe_timedelta(delta: timedelta) -> str:
@@ -153,6 +193,8 @@ class DurableConfirmationStrategy:
         self.user_feedback_template = user_feedback_template
         self.notify_url = notify_url
         self.search_attribute = search_attribute
+        # Per tool, the ids of this strategy's calls being decided, in call order (learning policies only).
+        self._in_tool_order: dict[str, list[str]] = {}
 
     @property
     def max_new_tool_params_bytes(self) -> int:
@@ -180,14 +222,36 @@ class DurableConfirmationStrategy:
         :param tool_params: The arguments the model asked for.
         :param tool_call_id: The call's id; required (the hook always gives one).
         :param confirmation_strategy_context: The run's ``hook_context`` (unused here).
-        :raises ValueError: Without a ``tool_call_id``, or outside an ``AgentWorkflow`` run.
+        :raises ValueError: Without a ``tool_call_id`` when the policy asks.
+        :raises RuntimeError: Outside an ``AgentWorkflow`` run, when the policy asks.
         """
+        if not tool_call_id or not policy_learns(self.confirmation_policy):
+            return await self._ask_and_wait(tool_name, tool_description, tool_params, tool_call_id)
+        # A learning policy sees this tool's calls in call order (see the module docstring).
+        queue = self._in_tool_order.setdefault(tool_name, [])
+        queue.append(tool_call_id)
+        try:
+            if queue[0] != tool_call_id and workflow.in_workflow() and workflow.patched(ASK_IN_TOOL_ORDER_PATCH):
+                await workflow.wait_condition(lambda: queue[0] == tool_call_id)
+            return await self._ask_and_wait(tool_name, tool_description, tool_params, tool_call_id)
+        finally:
+            queue.remove(tool_call_id)
+            if not queue:
+                del self._in_tool_order[tool_name]
+
+    async def _ask_and_wait(
+        self, tool_name: str, tool_description: str, tool_params: dict[str, Any], tool_call_id: str | None
+    ) -> ToolExecutionDecision:
+        """Ask the policy; if it says ask, publish the request, wait for its decision and apply it."""
         if not self.confirmation_policy.should_ask(tool_name, tool_description, tool_params):
-            return ToolExecutionDecision(
-                tool_name=tool_name, execute=True, tool_call_id=tool_call_id, final_tool_params=tool_params
-            )
+            return self._unasked(tool_name, tool_call_id, tool_params)
         if not tool_call_id:
             raise ValueError("DurableConfirmationStrategy needs a tool_call_id to bind the decision to.")
+        if not workflow.in_workflow():
+            raise RuntimeError(
+                f"{type(self).__name__} waits for a decision inside an AgentWorkflow run; for a local, "
+                "non-durable run use BlockingConfirmationStrategy and ConfirmationHook.run(state)."
+            )
 
         run = current_run()
         spec = run.agent.tool_spec(tool_name)
@@ -202,6 +266,7 @@ class DurableConfirmationStrategy:
             expires_at=now + self.timeout,
             arguments_sha256=arguments_sha256(tool_params),
             on_timeout=self.on_timeout,
+            **self._request_extras(),
         )
         limits = self.limits if workflow.patched(DECISION_LIMITS_PATCH) else None
         desk.publish(request, schema=spec.parameters if spec is not None else None, limits=limits)
@@ -231,8 +296,19 @@ class DurableConfirmationStrategy:
         ted = self._apply(tool_name, tool_call_id, tool_params, result)
         return ted.model_copy(update={"record": record.model_dump(mode="json")})
 
+    def _request_extras(self) -> dict[str, Any]:
+        """Further fields of each :class:`PendingConfirmation` this strategy publishes (none here)."""
+        return {}
+
+    @staticmethod
+    def _unasked(tool_name: str, tool_call_id: str | None, tool_params: dict[str, Any]) -> ToolExecutionDecision:
+        """The decision for a call the policy lets run without asking."""
+        return ToolExecutionDecision(
+            tool_name=tool_name, execute=True, tool_call_id=tool_call_id, final_tool_params=tool_params
+        )
+
     def _apply(
-        self, tool_name: str, tool_call_id: str, tool_params: dict[str, Any], result: ConfirmationUIResult
+        self, tool_name: str, tool_call_id: str | None, tool_params: dict[str, Any], result: ConfirmationUIResult
     ) -> ToolExecutionDecision:
         """Haystack's rules: reject -> not run, with the rejection (and feedback) text; modify -> run
         with the new parameters, with an explanation; confirm -> run as requested."""
@@ -306,14 +382,131 @@ class DurableConfirmationStrategy:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DurableConfirmationStrategy:
         """Rebuild from :meth:`to_dict`'s output (older output, without the limits, gets the defaults)."""
-        params = dict(data.get("init_parameters", {}))
+        return cls(**cls._init_parameters(dict(data.get("init_parameters", {}))))
+
+    @classmethod
+    def _init_parameters(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """``__init__``'s keyword arguments from serialised ``init_parameters``."""
         params["confirmation_policy"] = object_from_dict(params["confirmation_policy"])
         if "timeout" in params:
             params["timeout"] = timedelta(seconds=params["timeout"])
-        return cls(**params)
+        return params
 
     def __repr__(self) -> str:
         return (
             f"DurableConfirmationStrategy({self.confirmation_policy!r}, timeout={self.timeout!r}, "
             f"on_timeout={self.on_timeout!r})"
+        )
+
+
+class BlockingConfirmationStrategy(DurableConfirmationStrategy):
+    """Haystack's ``BlockingConfirmationStrategy(confirmation_policy, confirmation_ui)``, durable.
+
+    - **In an ``AgentWorkflow`` run** (``run_async``, which ``ConfirmationHook`` awaits) it waits
+      exactly as :class:`DurableConfirmationStrategy` does: nothing blocks, the run survives
+      restarts and may wait for days, and a decision arrives by Update or Signal. Each request it
+      publishes names ``confirmation_ui`` (``PendingConfirmation.confirmation_ui``, its
+      ``to_dict()``), and ``agent approve --interactive`` asks the person through that UI.
+    - **Outside a workflow** (a local, non-durable run: ``ConfirmationHook.run(state)`` in your own
+      process) it asks through ``confirmation_ui`` directly and blocks until answered, as
+      Haystack's does.
+
+    :param confirmation_policy: Decides whether a call needs asking at all.
+    :param confirmation_ui: How the person is asked, e.g. ``SimpleConsoleUI()`` or
+        ``RichConsoleUI()``; it must be serialisable by import path (a module-level class).
+    :param options: :class:`DurableConfirmationStrategy`'s other parameters (``timeout``, 7 days by
+        default, where Haystack's waits forever; ``on_timeout``; the three templates, as in
+        Haystack; ``notify_url``; ``search_attribute``; the decision limits).
+    :raises ValueError: For a ``confirmation_ui`` without ``get_user_confirmation``, or as
+        :class:`DurableConfirmationStrategy`.
+    """
+
+    def __init__(
+        self, confirmation_policy: ConfirmationPolicy, confirmation_ui: ConfirmationUI, **options: Any
+    ) -> None:
+        super().__init__(confirmation_policy, **options)
+        if not callable(getattr(confirmation_ui, "get_user_confirmation", None)):
+            raise ValueError(f"confirmation_ui needs a get_user_confirmation() method, got {confirmation_ui!r}.")
+        self.confirmation_ui = confirmation_ui
+
+    def run(
+        self,
+        *,
+        tool_name: str,
+        tool_description: str,
+        tool_params: dict[str, Any],
+        tool_call_id: str | None = None,
+        confirmation_strategy_context: dict[str, Any] | None = None,
+    ) -> ToolExecutionDecision:
+        """Ask through ``confirmation_ui`` in this process (a local run) and apply the answer.
+
+        :param tool_name: The tool to be called.
+        :param tool_description: Its description (shown to the person).
+        :param tool_params: The arguments the model asked for.
+        :param tool_call_id: The call's id, copied into the decision.
+        :param confirmation_strategy_context: The run's ``hook_context`` (unused here).
+        :raises RuntimeError: Inside a workflow, where a prompt would block the worker: there the
+            strategy waits durably through :meth:`run_async`.
+        """
+        if workflow.in_workflow():
+            raise RuntimeError(
+                "BlockingConfirmationStrategy.run() prompts in this process, which a workflow must never do; "
+                "inside an AgentWorkflow run the strategy waits durably: await run_async(...) "
+                "(ConfirmationHook.run_async does)."
+            )
+        if not self.confirmation_policy.should_ask(tool_name, tool_description, tool_params):
+            return self._unasked(tool_name, tool_call_id, tool_params)
+        answer = self.confirmation_ui.get_user_confirmation(tool_name, tool_description, tool_params)
+        result = as_ui_result(answer)
+        self.confirmation_policy.update_after_confirmation(tool_name, tool_description, tool_params, result)
+        return self._apply(tool_name, tool_call_id, tool_params, result)
+
+    async def run_async(
+        self,
+        *,
+        tool_name: str,
+        tool_description: str,
+        tool_params: dict[str, Any],
+        tool_call_id: str | None = None,
+        confirmation_strategy_context: dict[str, Any] | None = None,
+    ) -> ToolExecutionDecision:
+        """In a workflow: wait durably (:meth:`DurableConfirmationStrategy.run_async`); elsewhere:
+        :meth:`run`."""
+        inputs = {
+            "tool_name": tool_name,
+            "tool_description": tool_description,
+            "tool_params": tool_params,
+            "tool_call_id": tool_call_id,
+            "confirmation_strategy_context": confirmation_strategy_context,
+        }
+        if workflow.in_workflow():
+            return await super().run_async(**inputs)
+        return self.run(**inputs)
+
+    def _request_extras(self) -> dict[str, Any]:
+        """Each request names the UI the approver's side should ask through."""
+        return {"confirmation_ui": object_to_dict(self.confirmation_ui)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise (the policy and the UI by reference)."""
+        data = super().to_dict()
+        params = data["init_parameters"]
+        policy = params.pop("confirmation_policy")
+        data["init_parameters"] = {
+            "confirmation_policy": policy,
+            "confirmation_ui": object_to_dict(self.confirmation_ui),
+            **params,
+        }
+        return data
+
+    @classmethod
+    def _init_parameters(cls, params: dict[str, Any]) -> dict[str, Any]:
+        params = super()._init_parameters(params)
+        params["confirmation_ui"] = object_from_dict(params["confirmation_ui"])
+        return params
+
+    def __repr__(self) -> str:
+        return (
+            f"BlockingConfirmationStrategy({self.confirmation_policy!r}, {self.confirmation_ui!r}, "
+            f"timeout={self.timeout!r}, on_timeout={self.on_timeout!r})"
         )
