@@ -17,7 +17,7 @@ from temporalio.common import RetryPolicy
 from activities.heartbeat import HEARTBEAT_TIMEOUT, with_heartbeats
 from activities.tool_results import OffloadInstruction, offload_in_activity
 from core.messages import ToolCall
-from core.tools import Tool, ToolContext, tool_context_set
+from core.tools import Tool, ToolContext, flatten_tools, tool_context_set
 from core.wire import INVOKE_TOOL_ACTIVITY
 
 TOOL_RETRY_POLICY = RetryPolicy(
@@ -68,7 +68,7 @@ class ToolActivities:
 
     def __init__(self, tools: list[Tool]) -> None:
         self.tools: dict[str, Tool] = {}
-        for t in tools:
+        for t in flatten_tools(tools):
             if not isinstance(t, Tool):
                 raise ValueError(f"{t!r} is not a Tool; decorate the function with @tool.")
             if t.name in self.tools:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from core.messages import ChatMessage, ChatRole, ToolCall, ToolCallResult
     from core.payloads import AgentRunResult, RunStatus
     from core.state import State
-    from core.tools import Tool, ToolContext, ToolSpec, current_tool_context, tool
+    from core.tools import Tool, ToolContext, Toolset, ToolSpec, current_tool_context, tool
     from runtime.plugin import AgentPlugin
 
 _EXPORTS: dict[str, str] = {
@@ -38,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "ToolCallResult": "core.messages",
     "ToolContext": "core.tools",
     "ToolSpec": "core.tools",
+    "Toolset": "core.tools",
     "current_tool_context": "core.tools",
     "tool": "core.tools",
 }
@@ -58,6 +59,7 @@ __all__ = [
     "ToolCallResult",
     "ToolContext",
     "ToolSpec",
+    "Toolset",
     "current_tool_context",
     "tool",
 ]

@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 
 from core.serialization import object_from_dict, object_to_dict
 from core.state import state_schema_from_dict, state_schema_to_dict, validate_state_schema
-from core.tools import Tool, ToolSpec
+from core.tools import Tool, Toolset, ToolSpec, flatten_tools
 
 HookPoint = Literal["before_run", "before_llm", "before_tool", "after_tool", "on_exit", "after_run"]
 
@@ -95,7 +95,8 @@ class AgentSpec:
     """An agent: model, tools, hooks and loop settings. Pure data; runs happen in ``AgentWorkflow``.
 
     :param model: Model name at the OpenAI-compatible endpoint the worker talks to.
-    :param tools: ``Tool`` objects (from ``@tool``) or ``ToolSpec``; only the spec travels.
+    :param tools: ``Tool`` objects (from ``@tool``), ``ToolSpec`` or ``Toolset`` groups (flattened);
+        only the specs travel.
     :param system_prompt: Prepended as a system message when the run starts.
     :param hooks: ``{hook_point: [hook, ...]}``, run in list order.
     :param exit_conditions: ``"text"`` and/or tool names whose successful call ends the run.
@@ -116,7 +117,7 @@ class AgentSpec:
     def __init__(
         self,
         model: str,
-        tools: list[Tool | ToolSpec] | None = None,
+        tools: list[Tool | ToolSpec | Toolset] | None = None,
         system_prompt: str | None = None,
         hooks: dict[HookPoint, list[Any]] | None = None,
         exit_conditions: list[str] | None = None,
@@ -129,7 +130,7 @@ class AgentSpec:
     ) -> None:
         self.model = model
         self.tool_specs: list[ToolSpec] = [
-            t.spec if isinstance(t, Tool) else ToolSpec.model_validate(t) for t in tools or []
+            t.spec if isinstance(t, Tool) else ToolSpec.model_validate(t) for t in flatten_tools(tools)
         ]
         names = [t.name for t in self.tool_specs]
         duplicates = sorted({n for n in names if names.count(n) > 1})

@@ -122,6 +122,51 @@ class Tool:
         return f"Tool({self.name!r})"
 
 
+class Toolset:
+    """A named group of tools, usable wherever a list of tools is (``Agent(tools=[...])``,
+    ``create_worker(tools=[...])``), as Haystack's ``Toolset``: each is flattened into its tools.
+
+    :param tools: The ``Tool`` objects (from ``@tool``) of the group.
+    :raises ValueError: For an object that is not a ``Tool``, or two tools with one name.
+    """
+
+    def __init__(self, tools: list[Tool] | None = None) -> None:
+        self.tools: list[Tool] = []
+        for t in tools or []:
+            self.add(t)
+
+    def add(self, tool: Tool) -> None:
+        """Add a tool to the group.
+
+        :raises ValueError: If it is not a ``Tool`` or its name is taken.
+        """
+        if not isinstance(tool, Tool):
+            raise ValueError(f"{tool!r} is not a Tool; decorate the function with @tool.")
+        if any(t.name == tool.name for t in self.tools):
+            raise ValueError(f"Duplicate tool name '{tool.name}' in the Toolset.")
+        self.tools.append(tool)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self.tools)
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.tools or any(t.name == item for t in self.tools)
+
+    def __repr__(self) -> str:
+        return f"Toolset({[t.name for t in self.tools]!r})"
+
+
+def flatten_tools(tools: list[Any] | None) -> list[Any]:
+    """``tools`` with every :class:`Toolset` replaced by its tools, in order."""
+    out: list[Any] = []
+    for item in tools or []:
+        out.extend(item.tools if isinstance(item, Toolset) else [item])
+    return out
+
+
 def _arguments_model(function: Callable[..., Any]) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     hints = inspect.get_annotations(function, eval_str=True)

@@ -113,3 +113,16 @@ def test_usage_details_are_kept_and_summed_like_haystack():
     ours = add_usage(add_usage({}, first), second)
     assert ours == _accumulate_usage(_accumulate_usage({}, first), second)
     assert ours["prompt_tokens_details"] == {"cached_tokens": 5, "audio": 2}
+
+
+def test_a_toolset_is_flattened_into_the_agents_and_the_workers_tools():
+    from activities.tools import ToolActivities
+    from agent import Toolset
+
+    maths = Toolset([t.add, t.echo])
+    assert "add" in maths and len(maths) == 2
+    agent = Agent(model="m", tools=[maths, t.finish])
+    assert [s.name for s in agent.tool_specs] == ["add", "echo", "finish"]
+    assert list(ToolActivities([maths]).tools) == ["add", "echo"]
+    with pytest.raises(ValueError, match="Duplicate tool name 'add'"):
+        Toolset([t.add, t.add])
