@@ -40,6 +40,7 @@ from workflows.agent_workflow import AgentWorkflow
 #: faster, and module-level caches (tiktoken's encodings, boto3 clients) live once per process.
 #: The run's own code (``workflows``) is still imported into each sandbox and checked there.
 PASSTHROUGH_MODULES = (
+    "agent",  # user hook modules import the public names from it
     "core",
     "activities",
     "hooks",
