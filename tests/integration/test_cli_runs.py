@@ -1,0 +1,164 @@
+"""`agent run --agent`, `agent runs` and `agent watch` as a user runs them: subprocesses against
+the session's stack, the scripted model and the test worker."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from agent.agent import Agent
+from core.messages import ChatMessage
+from tests import tools as t
+from tests.cli_agents import MODEL_ENV
+from tests.integration.test_cli import agent_cli
+
+pytestmark = pytest.mark.usefixtures("client")
+
+
+@pytest.fixture
+def agent_model(model, monkeypatch) -> str:
+    """The model name tests.cli_agents builds its agents with (the CLI subprocess inherits it)."""
+    monkeypatch.setenv(MODEL_ENV, model)
+    return model
+
+
+async def test_run_starts_the_users_agent(worker, scripted, agent_model, run_id):
+    scripted.script(
+        agent_model,
+        [{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}, {"text": "2 + 3 = 5, from your agent"}],
+    )
+    ran = await agent_cli(
+        "run",
+        "add 2 and 3",
+        "--agent",
+        "tests.cli_agents:make_agent",
+        "--run-id",
+        run_id,
+        "--task-queue",
+        worker,
+        "--wait",
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert f"started run {run_id}" in ran.stdout and f"model {agent_model}" in ran.stdout
+    assert "2 + 3 = 5, from your agent" in ran.stdout
+    # the model saw the user's agent: its system prompt and its tools
+    request = scripted.requests(agent_model)[0]
+    assert request["messages"][0]["content"] == "You are the CLI test's own agent."
+    assert sorted(tool["function"]["name"] for tool in request["tools"]) == ["add", "echo"]
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("tests.cli_agents", "expected module:attribute"),
+        ("tests.no_such_module:make_agent", "no module named 'tests.no_such_module'"),
+        ("tests.cli_agents:nope", "module tests.cli_agents has no attribute 'nope'"),
+        ("tests.cli_agents:NOT_AN_AGENT", "NOT_AN_AGENT is a int; expected an agent.Agent"),
+        ("tests.cli_agents:returns_a_string", "returns_a_string() returned a str, not an agent.Agent"),
+    ],
+)
+async def test_bad_agent_paths_are_one_clear_line(path, expected, agent_model):
+    ran = await agent_cli("run", "hi", "--agent", path)
+    assert ran.returncode == 2
+    lines = ran.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agent: error: --agent"), ran.stderr
+    assert expected in lines[0]
+    assert "started run" not in ran.stdout
+
+
+async def test_runs_lists_a_run_with_its_status(client, worker, scripted, model, run_id):
+    scripted.script(model, [{"text": "listed"}])
+    handle = await Agent(model=model, tools=[t.echo]).start(
+        client, [ChatMessage.from_user("hi")], run_id=run_id, task_queue=worker
+    )
+    await handle.result()
+    row = None
+    for _ in range(40):  # visibility is eventually consistent
+        listed = await agent_cli("runs", "--json", "--limit", "1000")
+        assert listed.returncode == 0, listed.stderr
+        rows = {r["run_id"]: r for r in json.loads(listed.stdout)["runs"]}
+        row = rows.get(run_id)
+        if row is not None and row["status"] == "COMPLETED":
+            break
+        await asyncio.sleep(0.25)
+    assert row is not None and row["status"] == "COMPLETED" and row["waiting_for_approval"] is False
+    assert row["start_time"]
+    table = await agent_cli("runs", "--limit", "1000")
+    assert table.returncode == 0 and any(run_id in line and "COMPLETED" in line for line in table.stdout.splitlines())
+
+
+async def test_runs_says_when_the_limit_cuts_the_list(client, worker, scripted, model, run_id):
+    scripted.script(model, [{"text": "one"}])
+    agent = Agent(model=model, tools=[t.echo])
+    for suffix in ("a", "b"):
+        await (
+            await agent.start(client, [ChatMessage.from_user("hi")], run_id=run_id + suffix, task_queue=worker)
+        ).result()
+    for _ in range(40):
+        listed = await agent_cli("runs", "--limit", "1")
+        if "more exist" in listed.stdout:
+            break
+        await asyncio.sleep(0.25)
+    assert listed.returncode == 0, listed.stderr
+    assert "only the newest 1 runs are listed; more exist" in listed.stdout
+    as_json = json.loads((await agent_cli("runs", "--limit", "1", "--json")).stdout)
+    assert len(as_json["runs"]) == 1 and as_json["truncated"] is True
+
+
+async def test_watch_follows_a_run_to_completion(client, worker, scripted, model, run_id):
+    scripted.script(
+        model,
+        [
+            {"tool_calls": [{"name": "echo", "arguments": {"text": "first"}}]},
+            {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]},
+            {"text": "watched to the end"},
+        ],
+    )
+    await Agent(model=model, tools=[t.echo, t.add]).start(
+        client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker
+    )
+    watched = await agent_cli("watch", run_id)
+    assert watched.returncode == 0, watched.stderr + watched.stdout
+    out = watched.stdout
+    assert f"watching run {run_id}" in out
+    assert 'tool echo(text="first") [step 0] -> first' in out
+    assert "tool add(a=1, b=2) [step 1] -> 3" in out
+    assert "model call 1 asked for: echo" in out and "model call 3 answered: watched to the end" in out
+    assert f"run {run_id} completed: exit reason text, 3 steps, tool calls: echo x1, add x1" in out
+    assert "final answer: watched to the end" in out
+
+
+async def test_watch_shows_live_steps(client, worker, scripted, model, run_id, tmp_path, monkeypatch):
+    monkeypatch.setenv("SIDE_EFFECTS_FILE", str(tmp_path / "effects.jsonl"))
+    scripted.script(
+        model,
+        [{"tool_calls": [{"name": "record", "arguments": {"label": "slow", "seconds": 5}}]}, {"text": "slept"}],
+    )
+    await Agent(model=model, tools=[t.record]).start(
+        client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker
+    )
+    watched = await agent_cli("watch", run_id)
+    assert watched.returncode == 0, watched.stderr + watched.stdout
+    assert "step 0: tools" in watched.stdout  # seen while the 5 s tool ran
+    assert 'tool record(label="slow", seconds=5) [step 0] -> recorded slow' in watched.stdout
+
+
+async def test_watch_exits_1_with_the_failure(worker, scripted, agent_model, run_id):
+    started = await agent_cli(
+        "run", "hi", "--agent", "tests.cli_agents:make_failing_agent", "--run-id", run_id, "--task-queue", worker
+    )
+    assert started.returncode == 0, started.stderr
+    watched = await agent_cli("watch", run_id)
+    assert watched.returncode == 1, watched.stdout
+    assert (
+        f"run {run_id} failed: Hook tests.tools.raise_value_error failed at before_llm (step 0): "
+        "ValueError: boom from a hook"
+    ) in watched.stdout
+
+
+async def test_watch_unknown_run_is_a_clear_error():
+    watched = await agent_cli("watch", "no-such-run-xyz")
+    assert watched.returncode == 1
+    assert "no such run" in watched.stderr and "Traceback" not in watched.stderr
