@@ -1,0 +1,201 @@
+"""Shared code of the parked-runs benches (``bench.parked_runs``, ``bench.pending_listing``): a stack
+with a worker in its own process, and many runs parked on one approval each.
+
+Each run asks the scripted model once; it answers with one ``stamp`` call, which the
+``ConfirmationHook`` (``DurableConfirmationStrategy(AlwaysAskPolicy())``) parks until a person
+decides. After a confirmation the tool runs (in the worker process: it appends its workflow id and
+start time to ``$PARKING_STAMPS_FILE``) and the model's next reply, a text, ends the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from temporalio import activity
+from temporalio.client import Client
+
+from agent import Agent, ChatMessage, tool
+from agent.client import AgentRunHandle, connect, get_run
+from agent.dev.processes import ChildProcess, start_worker
+from agent.dev.scripted_model import ScriptedModelServer
+from agent.dev.stack import DevStack
+from bench.common import bench_stack
+from core.wire import WAITING_RUNS_QUERY
+from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
+from hooks.human_in_the_loop.client import list_waiting_runs
+
+#: Where the worker's ``stamp`` tool writes "<workflow id> <time.time()>" lines.
+STAMPS_ENV = "PARKING_STAMPS_FILE"
+#: The scripted model's name for these benches.
+MODEL = "bench-parking"
+#: Client calls in flight at once (starts, Updates).
+CONCURRENCY = 32
+
+
+@tool
+async def stamp(note: str) -> str:
+    """Note when this call started (in the worker process, by wall clock)."""
+    started = time.time()
+    path = os.environ.get(STAMPS_ENV)
+    if path:
+        line = f"{activity.info().workflow_id} {started:.6f}\n".encode()
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)  # one small O_APPEND write: lines do not interleave
+        finally:
+            os.close(fd)
+    return note
+
+
+#: The worker's tools: ``python worker.py --tools bench.parking.PARKING_TOOLS``.
+PARKING_TOOLS = [stamp]
+
+
+def read_stamps(path: Path) -> dict[str, float]:
+    """The tool's start time (wall clock) per workflow id; the first one wins."""
+    stamps: dict[str, float] = {}
+    with contextlib.suppress(FileNotFoundError):
+        for line in path.read_text().splitlines():
+            run_id, _, value = line.partition(" ")
+            stamps.setdefault(run_id, float(value))
+    return stamps
+
+
+def rss_mib(pid: int) -> float:
+    """Resident set size of ``pid`` (``VmRSS`` of ``/proc/<pid>/status``) in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def parking_agent() -> Agent:
+    """One ``stamp`` call, always asked for."""
+    hook = ConfirmationHook({"stamp": DurableConfirmationStrategy(AlwaysAskPolicy())})
+    return Agent(model=MODEL, tools=[stamp], hooks={"before_tool": [hook]})
+
+
+def parking_script(runs: int) -> list[dict]:
+    """The scripted model's replies: ``runs`` tool calls (all runs park first), then ``runs`` texts."""
+    return [
+        {"tool_calls": [{"name": "stamp", "arguments": {"note": "parked"}}], "times": runs},
+        {"text": "ok", "times": runs},
+    ]
+
+
+async def bounded(coros: Iterable, limit: int = CONCURRENCY) -> list:
+    """Run the awaitables with at most ``limit`` in flight; their results in order."""
+    semaphore = asyncio.Semaphore(limit)
+
+    async def one(coro):
+        async with semaphore:
+            return await coro
+
+    return await asyncio.gather(*(one(c) for c in coros))
+
+
+async def count_waiting(client: Client) -> int:
+    """Runs the visibility store lists as waiting for approval (``AgentWaitingForApproval``)."""
+    return (await client.count_workflows(WAITING_RUNS_QUERY)).count
+
+
+@dataclass
+class ParkingLot:
+    """A running stack, a worker process and the runs parked so far."""
+
+    stack: DevStack
+    scripted: ScriptedModelServer
+    worker: ChildProcess
+    client: Client
+    task_queue: str
+    stamps_file: Path
+    prefix: str
+    agent: Agent = field(default_factory=parking_agent)
+    run_ids: list[str] = field(default_factory=list)
+
+    @property
+    def worker_pid(self) -> int:
+        assert self.worker.pid is not None, "the worker is not running"
+        return self.worker.pid
+
+    def worker_rss_mib(self) -> float:
+        return rss_mib(self.worker_pid)
+
+    async def start(self, count: int) -> float:
+        """Start ``count`` more runs (``CONCURRENCY`` starts in flight); returns the seconds taken."""
+        first = len(self.run_ids)
+        ids = [f"{self.prefix}-{i:06d}" for i in range(first, first + count)]
+        t0 = time.perf_counter()
+        await bounded(
+            self.agent.start(self.client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=self.task_queue)
+            for run_id in ids
+        )
+        self.run_ids.extend(ids)
+        return time.perf_counter() - t0
+
+    async def wait_parked(self, target: int, timeout: float = 600.0, poll: float = 0.25) -> None:
+        """Wait until visibility lists ``target`` runs as waiting.
+
+        :raises TimeoutError: With the count reached, after ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while (seen := await count_waiting(self.client)) < target:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {seen} of {target} runs parked after {timeout} s")
+            self.worker.check_alive()
+            await asyncio.sleep(poll)
+
+    async def park(self, count: int) -> tuple[float, float]:
+        """Start ``count`` runs and wait until all parked runs are listed as waiting.
+
+        :returns: Seconds to start them, seconds until all of them were parked (from the first start).
+        """
+        t0 = time.perf_counter()
+        start_s = await self.start(count)
+        await self.wait_parked(len(self.run_ids))
+        return start_s, time.perf_counter() - t0
+
+    async def pending_call_ids(self) -> dict[str, str]:
+        """Run id -> its pending call id, from one visibility listing (the memo)."""
+        listed = await list_waiting_runs(self.client)
+        return {run.run_id: run.pending[0].tool_call_id for run in listed.runs if run.pending}
+
+    def handle(self, run_id: str) -> AgentRunHandle:
+        return get_run(self.client, run_id)
+
+
+@contextlib.asynccontextmanager
+async def parking_lot(runs: int, worker_log: Path | None = None) -> AsyncIterator[ParkingLot]:
+    """A stack (``bench_stack``), the scripted model scripted for ``runs`` parked runs, and a worker
+    (``python worker.py --tools bench.parking.PARKING_TOOLS``) in its own process; all stopped after."""
+    with bench_stack() as (stack, scripted), tempfile.TemporaryDirectory() as tmp:
+        scripted.script(MODEL, parking_script(runs))
+        stamps_file = Path(tmp) / "stamps.txt"
+        queue = f"parking-{uuid.uuid4().hex[:6]}"
+        worker = start_worker(
+            worker_log or Path(tmp) / "worker.log",
+            tools="bench.parking.PARKING_TOOLS",
+            task_queue=queue,
+            # bench_stack put the stack's and the scripted model's variables in os.environ; explicit here
+            env={
+                STAMPS_ENV: str(stamps_file),
+                "OPENAI_BASE_URL": scripted.base_url,
+                "OPENAI_API_KEY": "scripted-model",
+            },
+        )
+        try:
+            client = await connect(stack.temporal.address, stack.temporal.namespace)
+            yield ParkingLot(stack, scripted, worker, client, queue, stamps_file, prefix=f"park-{queue}")
+        except BaseException:
+            print(worker.log_tail(20))
+            raise
+        finally:
+            worker.stop()
