@@ -40,16 +40,6 @@ _ENDPOINT_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
 _MAX_ENDPOINT_LENGTH = 64
 
 
-def endpoint_variables(endpoint: str) -> tuple[str, str]:
-    """The environment variables the worker reads for ``endpoint``: ``(base URL, API key)``."""
-    return f"{endpoint}_OPENAI_BASE_URL", f"{endpoint}_OPENAI_API_KEY"
-
-
-def endpoints_supported() -> bool:
-    """Whether this version's model activity takes an endpoint (``ModelCallInput.endpoint``)."""
-    return "endpoint" in ModelCallInput.model_fields
-
-
 #: Set while a spec is rebuilt from recorded data (see :func:`rebuilding`).
 _rebuilding: ContextVar[bool] = ContextVar("chat_generator_spec_rebuilding", default=False)
 
@@ -160,16 +150,10 @@ class ChatGeneratorSpec:
         return copy.deepcopy(settings)
 
     def request(self, messages: list[ChatMessage]) -> ModelCallInput:
-        """The ``chat_completion`` activity's input for a hook's call with ``messages`` (no tools).
-
-        :raises RuntimeError: If the spec names an endpoint and this version's model activity cannot take one.
-        """
-        fields: dict[str, Any] = {}
-        if self.endpoint is not None:
-            if not endpoints_supported():
-                raise RuntimeError(_no_endpoint_support(self.endpoint))
-            fields["endpoint"] = self.endpoint
-        return ModelCallInput(model=self.model, messages=messages, settings=self.settings(), purpose="hook", **fields)
+        """The ``chat_completion`` activity's input for a hook's call with ``messages`` (no tools)."""
+        return ModelCallInput(
+            model=self.model, messages=messages, settings=self.settings(), purpose="hook", endpoint=self.endpoint
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the spec."""
@@ -196,21 +180,3 @@ class ChatGeneratorSpec:
             f"{type(self).__name__}(model={self.model!r}, generation_kwargs={self.generation_kwargs!r}, "
             f"endpoint={self.endpoint!r})"
         )
-
-
-def _no_endpoint_support(endpoint: str) -> str:
-    base_url, api_key = endpoint_variables(endpoint)
-    return (
-        f"The chat generator names endpoint {endpoint!r} ({base_url}, {api_key}), but this version's model activity "
-        "takes no endpoint (ModelCallInput has no `endpoint` field), so the call would go to the worker's own "
-        "endpoint. Leave `endpoint` unset, or upgrade to a version whose model activity takes one."
-    )
-
-
-def check_endpoint_supported(spec: ChatGeneratorSpec) -> None:
-    """Refuse, when the compactor is built, a spec whose endpoint this version cannot reach.
-
-    :raises ValueError: If ``spec`` names an endpoint and ``ModelCallInput`` has no ``endpoint`` field.
-    """
-    if spec.endpoint is not None and not endpoints_supported():
-        raise ValueError(_no_endpoint_support(spec.endpoint))

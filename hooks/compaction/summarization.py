@@ -8,7 +8,7 @@ from temporalio.exceptions import is_cancelled_exception
 
 from core.messages import ChatMessage
 from core.serialization import default_to_dict, object_from_dict
-from hooks.compaction.chat_generator import ChatGeneratorSpec, check_endpoint_supported, rebuilding
+from hooks.compaction.chat_generator import ChatGeneratorSpec, rebuilding
 from hooks.compaction.protocol import Compactor
 from hooks.compaction.rendering import render_message
 from hooks.compaction.token_counters import TokenCounter
@@ -196,7 +196,6 @@ class SummarizationCompactor(Compactor):
         model_settings: dict[str, Any] | None = None,
     ) -> None:
         spec = _chat_generator_of(chat_generator, model, model_settings)
-        check_endpoint_supported(spec)
         if min_keep_steps < 0:
             raise ValueError(f"`min_keep_steps` must be at least 0, got {min_keep_steps}.")
         if approximate_summary_tokens < 1:

@@ -29,6 +29,7 @@ from hooks.compaction.protocol import Compactor
 from hooks.compaction.token_counters import TokenCounter
 from hooks.compaction.utils import (
     COMPACTION_META_KEY,
+    check_result_rewriting,
     replace_tool_results_until_target,
     replace_tool_results_until_target_async,
 )
@@ -98,13 +99,7 @@ class ToolResultOffloadCompactor(Compactor):
     ) -> None:
         if not (callable(getattr(store, "write", None)) and callable(getattr(store, "to_dict", None))):
             raise ValueError(f"`store` must have write() and to_dict(), got {store!r}.")
-        if min_keep_steps < 1:
-            raise ValueError(
-                f"`min_keep_steps` must be at least 1, got {min_keep_steps}: the newest tool-calling step holds "
-                "results the model has not acted on yet."
-            )
-        if min_tokens < 0:
-            raise ValueError(f"`min_tokens` must be at least 0, got {min_tokens}.")
+        check_result_rewriting(min_keep_steps, min_tokens)
         if preview_chars < 0:
             raise ValueError(f"`preview_chars` must be at least 0, got {preview_chars}.")
         if not isinstance(write_deadline, timedelta) or write_deadline < timedelta(seconds=1):

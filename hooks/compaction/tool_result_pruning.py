@@ -8,7 +8,7 @@ from core.messages import ChatMessage
 from core.serialization import default_from_dict, default_to_dict
 from hooks.compaction.protocol import Compactor
 from hooks.compaction.token_counters import TokenCounter
-from hooks.compaction.utils import COMPACTION_META_KEY, replace_tool_results_until_target
+from hooks.compaction.utils import COMPACTION_META_KEY, check_result_rewriting, replace_tool_results_until_target
 
 STRATEGY = "tool_result_pruning"
 DEFAULT_PLACEHOLDER = "[Tool result removed to free up context. Call `{tool_name}` again if you need it.]"
@@ -41,13 +41,7 @@ class ToolResultPruningCompactor(Compactor):
         placeholder: str = DEFAULT_PLACEHOLDER,
         skip_meta_keys: tuple[str, ...] | list[str] = ("tool_result_offloaded",),
     ) -> None:
-        if min_keep_steps < 1:
-            raise ValueError(
-                f"`min_keep_steps` must be at least 1, got {min_keep_steps}: the newest tool-calling step holds "
-                "results the model has not acted on yet."
-            )
-        if min_tokens < 0:
-            raise ValueError(f"`min_tokens` must be at least 0, got {min_tokens}.")
+        check_result_rewriting(min_keep_steps, min_tokens)
         self.min_keep_steps = min_keep_steps
         self.min_tokens = min_tokens
         self.placeholder = placeholder

@@ -132,6 +132,21 @@ def protected_result_indices(messages: Sequence[ChatMessage], min_keep_steps: in
     return set(flatten(steps_with_results[-min_keep_steps:])) if min_keep_steps > 0 else set()
 
 
+def check_result_rewriting(min_keep_steps: int, min_tokens: int) -> None:
+    """The settings every compactor that rewrites tool results shares.
+
+    :raises ValueError: For ``min_keep_steps < 1`` (the newest tool-calling step holds results the
+        model has not acted on yet) or ``min_tokens < 0``.
+    """
+    if min_keep_steps < 1:
+        raise ValueError(
+            f"`min_keep_steps` must be at least 1, got {min_keep_steps}: the newest tool-calling step holds "
+            "results the model has not acted on yet."
+        )
+    if min_tokens < 0:
+        raise ValueError(f"`min_tokens` must be at least 0, got {min_tokens}.")
+
+
 def replace_tool_results_until_target(
     messages: list[ChatMessage],
     *,
@@ -150,24 +165,24 @@ def replace_tool_results_until_target(
         saved, or None.
     :returns: The new list, or None when nothing was replaced.
     """
-    running_total = token_counter.count(messages)
-    if running_total <= target_tokens:
-        return None
-    protected = protected_result_indices(messages, min_keep_steps)
-    compacted = list(messages)
-    changed = False
-    for index, message in enumerate(messages):
-        if message.tool_call_result is None or index in protected:
-            continue
-        replacement = replace(message, index)
-        if replacement is None:
-            continue
-        compacted[index], saved = replacement
-        running_total -= saved
-        changed = True
-        if running_total <= target_tokens:
-            break
-    return compacted if changed else None
+
+    async def replace_now(message: ChatMessage, index: int) -> tuple[ChatMessage, int] | None:
+        return replace(message, index)
+
+    # One loop serves both: with a replace that never suspends, the coroutine finishes on its first step.
+    loop = replace_tool_results_until_target_async(
+        messages,
+        target_tokens=target_tokens,
+        token_counter=token_counter,
+        min_keep_steps=min_keep_steps,
+        replace=replace_now,
+    )
+    try:
+        loop.send(None)
+    except StopIteration as finished:
+        return finished.value
+    loop.close()
+    raise RuntimeError("replace_tool_results_until_target: the loop suspended, which a sync replace cannot do.")
 
 
 async def replace_tool_results_until_target_async(
@@ -178,7 +193,8 @@ async def replace_tool_results_until_target_async(
     min_keep_steps: int,
     replace: Callable[[ChatMessage, int], Awaitable[tuple[ChatMessage, int] | None]],
 ) -> list[ChatMessage] | None:
-    """:func:`replace_tool_results_until_target` with an awaited ``replace``, one result at a time.
+    """Rewrite tool results, oldest first, until the conversation fits ``target_tokens`` (see
+    :func:`replace_tool_results_until_target`), awaiting ``replace`` one result at a time.
 
     :param replace: Gets a tool-result message and its index; returns its replacement and the tokens
         saved, or None. Awaited in order, so a result is offered only when the ones before it did not

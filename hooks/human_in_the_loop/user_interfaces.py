@@ -6,9 +6,9 @@ asks through it directly. They never run inside a workflow: a workflow waits for
 instead (``workflow.wait_condition``), so no worker thread ever blocks on a prompt.
 
 Both UIs travel by import path (``to_dict``/``from_dict``), so the approver's process rebuilds
-the one the run names. ``RichConsoleUI`` needs the ``rich`` package, imported only when it first
-prompts, so a worker that merely rebuilds the strategy (and its UI) from a run's spec never needs
-it.
+the one the run names. ``RichConsoleUI`` imports ``rich`` only when it first prompts: workers
+import this module with the human-in-the-loop family, and loading ``rich`` there would cost
+every worker process for a UI only an approver uses.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class RichConsoleUI(ConfirmationUI):
     ``n`` or ``m``, and, for ``m``, a prompt per parameter prefilled with its current value.
 
     :param console: The ``rich.console.Console`` to use; by default one on the terminal, made when
-        the UI first asks (so building the UI never needs ``rich``). It is not serialised
+        the UI first asks (so building the UI does not load ``rich``). It is not serialised
         (``to_dict`` stores None), as in Haystack.
     """
 
@@ -131,7 +131,7 @@ class RichConsoleUI(ConfirmationUI):
         self.console = console
 
     def _terminal(self) -> Console:
-        """The console, made on first use (so building the UI, e.g. on a worker, never needs ``rich``)."""
+        """The console, made on first use (so building the UI, e.g. on a worker, does not load ``rich``)."""
         if self.console is None:
             self.console = _rich()[0]()
         return self.console
@@ -144,7 +144,6 @@ class RichConsoleUI(ConfirmationUI):
         :param tool_name: The tool to be called.
         :param tool_description: Its description.
         :param tool_params: The arguments it would be called with.
-        :raises ImportError: When ``rich`` is not installed.
         :raises EOFError: When standard input ends before an answer.
         """
         _, panel, prompt = _rich()
@@ -166,7 +165,7 @@ class RichConsoleUI(ConfirmationUI):
 
     @staticmethod
     def _describe(tool_name: str, tool_description: str, tool_params: dict[str, Any]) -> str:
-        from rich.markup import escape  # rich is optional: imported only once the UI is used
+        from rich.markup import escape  # loaded only once the UI is used (see the module docstring)
 
         lines = [f"[bold]{escape(tool_name)}[/bold] wants to run"]
         if tool_description:
@@ -203,14 +202,9 @@ class RichConsoleUI(ConfirmationUI):
 
 
 def _rich() -> tuple[Any, Any, Any]:
-    """``rich``'s Console, Panel and Prompt, imported on first use.
+    """``rich``'s Console, Panel and Prompt, imported on first use (see the module docstring)."""
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.prompt import Prompt
 
-    :raises ImportError: With the install command, when ``rich`` is missing.
-    """
-    try:
-        from rich.console import Console
-        from rich.panel import Panel
-        from rich.prompt import Prompt
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError("RichConsoleUI needs the 'rich' package: pip install rich") from err
     return Console, Panel, Prompt

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
 from temporalio.worker import Replayer
 
 from activities.tool_results import OFFLOADED_META_KEY
@@ -24,7 +23,6 @@ from hooks.compaction import (
     SummarizationCompactor,
     ToolResultOffloadCompactor,
 )
-from hooks.compaction.chat_generator import endpoints_supported
 from hooks.compaction.summarization import is_summary
 from hooks.tool_result_offloading import S3ToolResultStore
 from runtime.plugin import AgentPlugin
@@ -111,7 +109,6 @@ async def test_summariser_sends_the_chat_generator_spec(client, worker, scripted
     assert replayed.replay_failure is None
 
 
-@pytest.mark.skipif(not endpoints_supported(), reason="the model activity takes no endpoint yet (ModelCallInput)")
 async def test_summariser_reaches_the_named_endpoint(client, worker, scripted, model, run_id, monkeypatch):
     """``endpoint="SUMMARY"``: the worker sends summaries to SUMMARY_OPENAI_BASE_URL with SUMMARY_OPENAI_API_KEY,
     and the agent's own calls still go to OPENAI_BASE_URL."""
