@@ -25,9 +25,10 @@ with workflow.unsafe.imports_passed_through():
     from core.spec import AFTER_RUN, AFTER_TOOL, BEFORE_LLM, BEFORE_RUN, BEFORE_TOOL, ON_EXIT, AgentSpec
     from core.state import State, replace_values
     from core.wire import AGENT_SPEC_ERROR, HOOK_ERROR, MODEL_CALL_FAILED, RUN_STATUS_QUERY, WORKFLOW_TYPE
+    from hooks import lifecycle
     from hooks.context import RunContext, set_current_run
     from hooks.family import family_workflow_handlers
-    from hooks.protocol import Closes, ClosesAsync, HasMemory, OffloadsInToolActivity, WarmsUp, WarmsUpAsync
+    from hooks.protocol import HasMemory, OffloadsInToolActivity
     from workflows.stored_conversation import StoredConversation
 
     # The hook families' Signal, Update and Query handlers, as base classes of the workflow.
@@ -147,26 +148,17 @@ class AgentWorkflow(*FAMILY_HANDLERS):
         set_current_run(context)
         hooks = agent.distinct_hooks()
         for hook in hooks:
-            if isinstance(hook, WarmsUpAsync):
-                await self._lifecycle(hook, "warm_up", hook.warm_up_async())
-            elif isinstance(hook, WarmsUp):
-                await self._lifecycle(hook, "warm_up", hook.warm_up)
+            await self._lifecycle(hook, "warm_up", lifecycle.warm_up_async)
         try:
             return await self._run(agent, run_input)
         finally:
             for hook in hooks:
-                if isinstance(hook, ClosesAsync):
-                    await self._lifecycle(hook, "close", hook.close_async())
-                elif isinstance(hook, Closes):
-                    await self._lifecycle(hook, "close", hook.close)
+                await self._lifecycle(hook, "close", lifecycle.close_async)
 
-    async def _lifecycle(self, hook: Any, stage: str, call: Any) -> None:
-        """Run a hook's ``warm_up``/``close`` (a callable, or an awaitable of its async variant)."""
+    async def _lifecycle(self, hook: Any, stage: str, step: Any) -> None:
+        """Await ``step(hook)`` (its ``warm_up``/``close``, async variant first); its error ends the run."""
         try:
-            if callable(call):
-                call()
-            else:
-                await call
+            await step(hook)
         except TASK_RETRYING_ERRORS:
             raise
         except Exception as err:

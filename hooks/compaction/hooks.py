@@ -9,9 +9,10 @@ from typing import Any
 from core.messages import ChatMessage
 from core.serialization import default_to_dict, object_from_dict, object_to_dict
 from core.state import State, replace_values
+from hooks import lifecycle
 from hooks.compaction.protocol import Compactor
 from hooks.compaction.token_counters import ApproximateTokenCounter, TokenCounter, Tools
-from hooks.compaction.utils import call_async_or_sync, call_if_present, last_assistant_index
+from hooks.compaction.utils import last_assistant_index
 from hooks.context import run_logger
 
 
@@ -128,22 +129,22 @@ class CompactionHook:
     def warm_up(self) -> None:
         """Warm up the token counter and the compactor (the run loop calls this once per workflow run)."""
         for part in (self.token_counter, self.compactor):
-            call_if_present(part, "warm_up")
+            lifecycle.warm_up(part)
 
     async def warm_up_async(self) -> None:
         """Warm up the token counter and the compactor, through their async variants where they have them."""
         for part in (self.token_counter, self.compactor):
-            await call_async_or_sync(part, "warm_up_async", "warm_up")
+            await lifecycle.warm_up_async(part)
 
     def close(self) -> None:
         """Release the token counter's and the compactor's resources (once, when the workflow run ends)."""
         for part in (self.token_counter, self.compactor):
-            call_if_present(part, "close")
+            lifecycle.close(part)
 
     async def close_async(self) -> None:
         """Release the token counter's and the compactor's resources, through their async variants where present."""
         for part in (self.token_counter, self.compactor):
-            await call_async_or_sync(part, "close_async", "close")
+            await lifecycle.close_async(part)
 
     def target_tokens(
         self, messages: Sequence[ChatMessage], context_tokens: int, tools: Tools | None = None

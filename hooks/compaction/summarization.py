@@ -8,6 +8,7 @@ from temporalio.exceptions import is_cancelled_exception
 
 from core.messages import ChatMessage
 from core.serialization import default_to_dict, object_from_dict
+from hooks import lifecycle
 from hooks.compaction.chat_generator import ChatGeneratorSpec, rebuilding
 from hooks.compaction.protocol import Compactor
 from hooks.compaction.rendering import render_message
@@ -15,8 +16,6 @@ from hooks.compaction.token_counters import TokenCounter
 from hooks.compaction.utils import (
     COMPACTION_META_KEY,
     Landmarks,
-    call_async_or_sync,
-    call_if_present,
     current_task_steps,
     historical_turns,
     is_compaction_message,
@@ -341,19 +340,19 @@ class SummarizationCompactor(Compactor):
 
     def warm_up(self) -> None:
         """Warm up the chat generator, when it has something to warm up (a spec has not)."""
-        call_if_present(self.chat_generator, "warm_up")
+        lifecycle.warm_up(self.chat_generator)
 
     async def warm_up_async(self) -> None:
         """Warm up the chat generator through its async variant when it has one, else its sync one."""
-        await call_async_or_sync(self.chat_generator, "warm_up_async", "warm_up")
+        await lifecycle.warm_up_async(self.chat_generator)
 
     def close(self) -> None:
         """Release the chat generator's resources, when it holds any."""
-        call_if_present(self.chat_generator, "close")
+        lifecycle.close(self.chat_generator)
 
     async def close_async(self) -> None:
         """Release the chat generator's resources through its async variant when it has one, else its sync one."""
-        await call_async_or_sync(self.chat_generator, "close_async", "close")
+        await lifecycle.close_async(self.chat_generator)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise the compactor and its chat generator spec."""

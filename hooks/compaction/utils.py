@@ -12,10 +12,8 @@ Vocabulary (Haystack's):
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from core.messages import ChatMessage, ChatRole
 from hooks.compaction.token_counters import TokenCounter
@@ -219,21 +217,3 @@ async def replace_tool_results_until_target_async(
         if running_total <= target_tokens:
             break
     return compacted if changed else None
-
-
-def call_if_present(obj: Any, name: str) -> None:
-    """``obj.<name>()`` when ``obj`` has such a method (a lifecycle step a part may not have)."""
-    method = getattr(obj, name, None)
-    if callable(method):
-        method()
-
-
-async def call_async_or_sync(obj: Any, async_name: str, sync_name: str) -> None:
-    """``await obj.<async_name>()`` when ``obj`` has it, else ``obj.<sync_name>()`` when it has that."""
-    method = getattr(obj, async_name, None)
-    if callable(method):
-        outcome = method()
-        if inspect.isawaitable(outcome):
-            await outcome
-        return
-    call_if_present(obj, sync_name)
