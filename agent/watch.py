@@ -1,9 +1,9 @@
 """``agent watch RUN``: follow one run live until it ends.
 
 Every ~0.5 s the watcher reads ``describe()`` (``AgentRunHandle.health()``), the history events it
-has not seen yet (tool calls as they complete, with their arguments and a preview of the result)
-and, while the run is open, the ``run_status`` query (step and phase) and, when the run waits for
-a person, the pending calls. Problems Temporal reports (a workflow task that keeps failing, a
+has not seen yet (tool calls as they complete, with their arguments and a preview of the result;
+decisions on confirmations, with who decided) and, while the run is open, the ``run_status`` query
+(step and phase) and, when the run waits for a person, the pending calls. Problems Temporal reports (a workflow task that keeps failing, a
 model call being retried) are printed once each. At the end it prints the exit reason (or the
 failure) and returns the exit code: 0 when the run completed, 1 otherwise.
 
@@ -27,8 +27,15 @@ from activities.model import ModelCallOutput
 from activities.tools import ToolInvocationInput, ToolInvocationOutput
 from agent.client import AgentRunHandle
 from core.payloads import RunHealth, RunStatus
-from core.wire import CHAT_COMPLETION_ACTIVITY, INVOKE_TOOL_ACTIVITY, RUN_STATUS_QUERY
+from core.wire import (
+    CHAT_COMPLETION_ACTIVITY,
+    INVOKE_TOOL_ACTIVITY,
+    RUN_STATUS_QUERY,
+    SUBMIT_TOOL_DECISION_UPDATE,
+    TOOL_DECISION_SIGNAL,
+)
 from hooks.human_in_the_loop.client import ConfirmationError
+from hooks.human_in_the_loop.dataclasses import ToolDecision
 
 #: How often the watcher polls the run.
 POLL_SECONDS = 0.5
@@ -247,11 +254,30 @@ class RunWatcher:
             except Exception:
                 outcome = "done"
             self.out.line(f"  tool {self._call_text(call)} {outcome}")
+        elif event.HasField("workflow_execution_update_accepted_event_attributes"):
+            update = event.workflow_execution_update_accepted_event_attributes.accepted_request.input
+            if update.name == SUBMIT_TOOL_DECISION_UPDATE:
+                await self._show_decision(update.args.payloads, "decided")
+        elif event.HasField("workflow_execution_signaled_event_attributes"):
+            attrs = event.workflow_execution_signaled_event_attributes
+            if attrs.signal_name == TOOL_DECISION_SIGNAL:
+                # a signal the run refused is in history too: it was sent, not necessarily taken
+                await self._show_decision(attrs.input.payloads, "decision sent by signal")
         elif event.HasField("activity_task_failed_event_attributes"):
             attrs = event.activity_task_failed_event_attributes
             if attrs.scheduled_event_id in self._scheduled:
                 call = self._scheduled.pop(attrs.scheduled_event_id)
                 self.out.line(f"  tool {self._call_text(call)} failed: {_preview(attrs.failure.message)}")
+
+    async def _show_decision(self, payloads: Any, how: str) -> None:
+        try:
+            [decision] = await self.handle.client.data_converter.decode(payloads, [ToolDecision])
+        except Exception:  # a payload this client cannot read
+            self.out.line(f"  {how}")
+            return
+        who = f" by {decision.approver}" if decision.approver else ""
+        feedback = f": {_preview(decision.feedback)}" if decision.feedback else ""
+        self.out.line(f"  {how}: {decision.tool_call_id} {decision.action}{who}{feedback}")
 
     async def _show_model_reply(self, payloads: Any) -> None:
         self._model_replies += 1

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
+from datetime import timedelta
 
 import pytest
 
 from agent.agent import Agent
 from core.messages import ChatMessage
+from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
 from tests import tools as t
 from tests.cli_agents import MODEL_ENV
 from tests.integration.test_cli import agent_cli
@@ -162,3 +166,51 @@ async def test_watch_unknown_run_is_a_clear_error():
     watched = await agent_cli("watch", "no-such-run-xyz")
     assert watched.returncode == 1
     assert "no such run" in watched.stderr and "Traceback" not in watched.stderr
+
+
+async def test_watch_lists_the_calls_waiting_for_approval(client, worker, scripted, model, run_id):
+    """`agent watch` shows a run that waits for a person, the calls it waits for, how to decide,
+    and goes on to the end once someone decides."""
+    scripted.script(
+        model, [{"tool_calls": [{"name": "echo", "arguments": {"text": "needs an OK"}}]}, {"text": "approved and done"}]
+    )
+    agent = Agent(
+        model=model,
+        tools=[t.echo],
+        hooks={
+            "before_tool": [
+                ConfirmationHook({"echo": DurableConfirmationStrategy(AlwaysAskPolicy(), timeout=timedelta(hours=1))})
+            ]
+        },
+    )
+    handle = await agent.start(client, [ChatMessage.from_user("hi")], run_id=run_id, task_queue=worker)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "agent.cli",
+        "watch",
+        run_id,
+        env=dict(os.environ),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        seen: list[str] = []
+        while not any(line.startswith("  decide with:") for line in seen):
+            line = await asyncio.wait_for(process.stdout.readline(), timeout=60)
+            assert line, "agent watch ended before it showed the waiting call: " + "".join(seen)
+            seen.append(line.decode())
+        [call] = await handle.pending_confirmations()
+        assert "waiting for approval (1 call):\n" in seen
+        assert f'  {call.tool_call_id}: echo(text="needs an OK")\n' in seen
+        assert f"  decide with: agent approve {run_id} CALL_ID  (or reject / modify)\n" in seen
+        await handle.confirm(call.tool_call_id, approver="ann")
+        rest, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    out = "".join(seen) + rest.decode()
+    assert process.returncode == 0, out + err.decode()
+    assert f"  decided: {call.tool_call_id} confirm by ann\n" in out
+    assert 'tool echo(text="needs an OK")' in out and "final answer: approved and done" in out
