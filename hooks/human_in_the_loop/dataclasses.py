@@ -127,6 +127,9 @@ class PendingConfirmation(BaseModel):
     :param confirmation_ui: The ``ConfirmationUI`` (its ``to_dict()``, by import path) the strategy
         names for the approver's side, e.g. ``agent approve --interactive``; None when the strategy
         names none (``DurableConfirmationStrategy``: the approver's default, ``SimpleConsoleUI``).
+    :param approvers: Who may decide this call (a decision's ``approver`` must be one of these
+        names, exactly); None when anyone may. Set from ``DurableConfirmationStrategy(approvers=...)``
+        or ``ConfirmationHook(approvers=...)``; the run's validator enforces it.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -140,6 +143,7 @@ class PendingConfirmation(BaseModel):
     arguments_sha256: str = ""
     on_timeout: str = "reject"
     confirmation_ui: dict[str, Any] | None = None
+    approvers: list[str] | None = None
 
 
 class ToolDecision(BaseModel):

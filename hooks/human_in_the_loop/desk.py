@@ -18,6 +18,13 @@ is, so an unbounded decision makes model requests a real model refuses. The limi
 ``DurableConfirmationStrategy`` can set other limits per strategy; they travel with each
 request (:meth:`ConfirmationDesk.publish`), since one desk serves every strategy of a run.
 
+Who may decide (issue 11, item 2) travels the same way: a request's
+``PendingConfirmation.approvers`` (from ``DurableConfirmationStrategy(approvers=...)`` or a
+per-tool list in ``ConfirmationHook``) names the people whose decisions :meth:`ConfirmationDesk.validate`
+accepts. Checking here, where the Update's validator and the Signal's handler both check, means no
+client (the CLI, the inbox, a user's own code) can decide for someone not on the list. A timeout
+decides on behalf of no one and is not checked.
+
 Everything here is workflow code: deterministic, time from ``workflow.now()``.
 """
 
@@ -97,7 +104,54 @@ PENDING_MEMO_PATCH = "pending-confirmations-memo"
 
 
 class DecisionError(ValueError):
-    """A decision the desk refuses (unknown or decided call, bad action, bad arguments)."""
+    """A decision the desk refuses (unknown or decided call, an approver not allowed to decide,
+    bad action, bad arguments)."""
+
+
+def approver_list(approvers: Any, what: str = "approvers") -> list[str]:
+    """``approvers`` checked, as a new list (duplicates dropped, order kept).
+
+    :param approvers: A non-empty list (or tuple) of names; a decision's ``approver`` must equal
+        one of them exactly.
+    :param what: How the caller names the list, for the error message.
+    :raises ValueError: For something other than a list or tuple (a single string included), an
+        empty list (no one could ever decide), an entry that is not a string, a blank name, or a
+        name with spaces around it (no approver would ever match it).
+    """
+    if isinstance(approvers, str) or not isinstance(approvers, (list, tuple)):
+        raise ValueError(f"{what} must be a list of approver names, got {approvers!r}.")
+    if not approvers:
+        raise ValueError(
+            f"{what} is empty, so no one could decide; name at least one approver, or pass None to let anyone decide."
+        )
+    names: list[str] = []
+    for name in approvers:
+        if not isinstance(name, str):
+            raise ValueError(f"{what} must hold approver names (strings), got {name!r} ({type(name).__name__}).")
+        if not name.strip():
+            raise ValueError(f"{what} holds a blank approver name {name!r}.")
+        if name != name.strip():
+            raise ValueError(
+                f"{what} holds {name!r}, with spaces around it; a decision's approver must match a name exactly."
+            )
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def approver_refusal(request: PendingConfirmation, approver: str | None) -> str | None:
+    """Why ``approver`` may not decide ``request`` (None when they may: the request names no
+    approvers, or names them)."""
+    allowed = request.approvers
+    if allowed is None:
+        return None
+    where = f"tool call '{request.tool_call_id}' ({request.tool_name})"
+    names = ", ".join(allowed)
+    if not approver:
+        return f"{where[0].upper()}{where[1:]} needs an approver: pass approver= (one of {names})."
+    if approver not in allowed:
+        return f"Approver '{approver}' may not decide {where}: allowed approvers are {names}."
+    return None
 
 
 class ConfirmationDesk:
@@ -140,9 +194,12 @@ class ConfirmationDesk:
         """Check a decision against the pending requests without changing anything.
 
         :returns: The request it decides.
-        :raises DecisionError: For an unknown or already decided ``tool_call_id``, an action other
-            than confirm/reject/modify, ``new_tool_params`` or ``feedback`` over the request's
-            :class:`DecisionLimits` (the message gives the size and the limit), a modify without
+        :raises DecisionError: For an unknown or already decided ``tool_call_id``, a request with
+            ``approvers`` and a decision whose ``approver`` is missing or not one of them (checked
+            before the decision's content, so someone not on the list learns nothing about what
+            would pass), an action other than confirm/reject/modify, ``new_tool_params`` or
+            ``feedback`` over the request's :class:`DecisionLimits` (the message gives the size and
+            the limit), a modify without
             ``new_tool_params`` or with arguments that fail the tool's JSON schema, or an
             ``arguments_sha256`` that does not match the call.
         """
@@ -158,6 +215,9 @@ class ConfirmationDesk:
         if request is None:
             waiting = ", ".join(self._pending) or "none"
             raise DecisionError(f"No pending confirmation for tool call '{call_id}'. Pending calls: {waiting}.")
+        refusal = approver_refusal(request, decision.approver)
+        if refusal is not None:
+            raise DecisionError(refusal)
         if decision.action not in ACTIONS:
             raise DecisionError(f"Unknown action '{decision.action}'; use one of: {', '.join(ACTIONS)}.")
         if decision.arguments_sha256 and decision.arguments_sha256 != request.arguments_sha256:

@@ -5,9 +5,10 @@ A mixin that ``AgentWorkflow`` inherits through this family's declaration. The h
 delegate to the run's :class:`ConfirmationDesk`, which ``DurableConfirmationStrategy`` fills:
 
 - the Update's validator refuses a bad decision before anything is written to history (the
-  client gets the reason; the run keeps waiting);
-- the Signal is fire-and-forget: a bad one is logged and ignored, never crashing or unblocking
-  the run;
+  client gets the reason; the run keeps waiting), including one from an approver the request's
+  ``approvers`` list does not name;
+- the Signal is fire-and-forget: a bad one (an approver not on the list included) is logged with
+  the reason and ignored, never crashing or unblocking the run;
 - the Query lists what waits, oldest first.
 """
 
@@ -42,11 +43,13 @@ class ConfirmationHandlers:
 
     @workflow.signal(name=TOOL_DECISION_SIGNAL)
     def tool_decision(self, decision: ToolDecision) -> None:
-        """Fire-and-forget decision; one that does not fit a pending call is logged and ignored."""
+        """Fire-and-forget decision; one that does not fit a pending call, or comes from an approver
+        who may not decide it, is logged with the reason and ignored."""
         try:
             self._check_decision(decision).accept(decision, via="signal")
         except DecisionError as err:
-            workflow.logger.warning("Ignored tool_decision signal: %s", err)
+            who = f"approver '{decision.approver}'" if decision.approver else "no approver"
+            workflow.logger.warning("Ignored tool_decision signal (%s, %s): %s", decision.action, who, err)
 
     @workflow.update(name=SUBMIT_TOOL_DECISION_UPDATE)
     def submit_tool_decision(self, decision: ToolDecision) -> DecisionRecord:
@@ -58,7 +61,8 @@ class ConfirmationHandlers:
 
     @submit_tool_decision.validator
     def validate_tool_decision(self, decision: ToolDecision) -> None:
-        """Refuse, before history: unknown or decided call, bad action, arguments failing the schema."""
+        """Refuse, before history: unknown or decided call, an approver not allowed to decide it, bad
+        action, arguments failing the schema."""
         self._check_decision(decision)
 
     @workflow.query(name=PENDING_CONFIRMATIONS_QUERY)

@@ -11,12 +11,21 @@ from core.messages import ChatMessage, ToolCall
 from core.serialization import default_to_dict, object_from_dict, object_to_dict
 from core.state import State, replace_values
 from core.tools import ToolSpec
-from hooks._tool_keys import ToolKey, decode_tool_key, encode_tool_key, lookup_by_tool, validate_tool_keys
+from hooks._tool_keys import (
+    WILDCARD,
+    ToolKey,
+    decode_tool_key,
+    encode_tool_key,
+    lookup_by_tool,
+    validate_tool_keys,
+)
 from hooks.human_in_the_loop.dataclasses import ToolExecutionDecision
+from hooks.human_in_the_loop.desk import approver_list
 from hooks.human_in_the_loop.protocol import ConfirmationStrategy
 from hooks.human_in_the_loop.strategies import (
     MODIFICATION_FEEDBACK_TEMPLATE,
     REJECTION_FEEDBACK_TEMPLATE,
+    DurableConfirmationStrategy,
     modification_feedback,
 )
 from hooks.protocol import HasMemory, NeedsSearchAttributes
@@ -47,15 +56,31 @@ class ConfirmationHook:
     arguments), which is last, so the run loop runs exactly those. When every call is rejected,
     the last message is a tool message and nothing runs.
 
+    Who may decide: each ``DurableConfirmationStrategy`` may name ``approvers``; ``approvers`` here
+    gives a tool its own list, which **replaces** (does not add to) its strategy's list for that
+    tool's calls, so one strategy can serve tools with different approvers. Keys follow the same
+    rules as ``confirmation_strategies`` (own name beats a tuple, a tuple beats ``"*"``); a tool no
+    key matches keeps its strategy's list. Lists apply in durable runs (``run_async``); a local run
+    (``run``) asks whoever is at its console.
+
     :param confirmation_strategies: Tool name (or tuple of names, or ``"*"``) -> strategy, e.g.
         ``DurableConfirmationStrategy(AlwaysAskPolicy())``.
+    :param approvers: Tool name (or tuple of names, or ``"*"``) -> who may decide its calls, e.g.
+        ``{"transfer_money": ["alice", "bob"]}``; None (default) or ``{}``: each strategy's own list.
     :raises ValueError: If the mapping is empty, a key is not a non-empty string or tuple of
-        strings, or a strategy has no ``run_async``/``run``.
+        strings, or a strategy has no ``run_async``/``run``; if ``approvers`` is not a dict, has a
+        malformed key or a list that is not a non-empty list of non-blank names, names a tool no
+        strategy covers (its calls are never asked, so the list could never apply), or covers a tool
+        whose strategy is not a ``DurableConfirmationStrategy`` (which alone checks approvers).
     """
 
     allowed_hook_points = ("before_tool",)
 
-    def __init__(self, confirmation_strategies: dict[ToolKey, ConfirmationStrategy]) -> None:
+    def __init__(
+        self,
+        confirmation_strategies: dict[ToolKey, ConfirmationStrategy],
+        approvers: dict[ToolKey, list[str]] | None = None,
+    ) -> None:
         if not confirmation_strategies:
             raise ValueError("ConfirmationHook needs at least one confirmation strategy.")
         validate_tool_keys(confirmation_strategies, "confirmation_strategies")
@@ -63,6 +88,41 @@ class ConfirmationHook:
             if not (callable(getattr(strategy, "run_async", None)) or callable(getattr(strategy, "run", None))):
                 raise ValueError(f"Strategy for {key!r} has no run_async() or run(): {strategy!r}.")
         self.confirmation_strategies = dict(confirmation_strategies)
+        self.approvers = self._checked_approvers(approvers)
+
+    def _checked_approvers(self, approvers: Any) -> dict[ToolKey, list[str]] | None:
+        """``approvers`` checked against the strategies (see the class docstring); None for none."""
+        if approvers is None:
+            return None
+        if not isinstance(approvers, dict):
+            raise ValueError(
+                f"approvers must be a dict of tool name -> list of approver names, got {type(approvers).__name__}: "
+                f"{approvers!r}."
+            )
+        validate_tool_keys(approvers, "approvers")
+        checked: dict[ToolKey, list[str]] = {}
+        for key, names in approvers.items():
+            checked[key] = approver_list(names, f"approvers[{key!r}]")
+            if key == WILDCARD:
+                covered = list(self.confirmation_strategies.items())
+            else:
+                covered = []
+                for tool in key if isinstance(key, tuple) else (key,):
+                    strategy = lookup_by_tool(tool, self.confirmation_strategies)
+                    if strategy is None:
+                        keys = ", ".join(repr(k) for k in self.confirmation_strategies)
+                        raise ValueError(
+                            f"approvers[{key!r}] names tool {tool!r}, which no confirmation strategy covers "
+                            f"(strategy keys: {keys}): its calls are never asked, so the list could never apply."
+                        )
+                    covered.append((tool, strategy))
+            for tool, strategy in covered:
+                if not isinstance(strategy, DurableConfirmationStrategy):
+                    raise ValueError(
+                        f"approvers[{key!r}] covers {tool!r}, whose strategy {strategy!r} does not check approvers; "
+                        "use DurableConfirmationStrategy or BlockingConfirmationStrategy for it."
+                    )
+        return checked or None
 
     def run(self, state: State) -> None:
         """A local, non-durable run: ask for each pending call in turn through its strategy's sync
@@ -159,6 +219,10 @@ class ConfirmationHook:
         if strategy is None:
             return _passthrough(call)
         run_async = getattr(strategy, "run_async", None)
+        # A per-tool list replaces the strategy's own (validated at construction: the strategy takes it).
+        override = lookup_by_tool(call.tool_name, self.approvers) if self.approvers else None
+        if override is not None and run_async is not None:
+            inputs["approvers"] = list(override)
         decision = await run_async(**inputs) if run_async is not None else strategy.run(**inputs)
         return _bound(decision, call)
 
@@ -190,22 +254,37 @@ class ConfirmationHook:
     # -- serialisation -----------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Serialise; tuple keys become JSON-array strings."""
+        """Serialise; tuple keys (of both mappings) become JSON-array strings."""
         return default_to_dict(
             self,
             confirmation_strategies={
                 encode_tool_key(key): object_to_dict(strategy) for key, strategy in self.confirmation_strategies.items()
             },
+            approvers=(
+                {encode_tool_key(key): list(names) for key, names in self.approvers.items()}
+                if self.approvers is not None
+                else None
+            ),
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ConfirmationHook:
-        """Rebuild from :meth:`to_dict`'s output."""
-        raw = data.get("init_parameters", {}).get("confirmation_strategies", {})
-        return cls({decode_tool_key(key): object_from_dict(value) for key, value in raw.items()})
+        """Rebuild from :meth:`to_dict`'s output (older output, without ``approvers``, has none)."""
+        params = data.get("init_parameters", {})
+        raw = params.get("confirmation_strategies", {})
+        approvers = params.get("approvers")
+        return cls(
+            {decode_tool_key(key): object_from_dict(value) for key, value in raw.items()},
+            approvers=(
+                {decode_tool_key(key): names for key, names in approvers.items()}
+                if isinstance(approvers, dict)
+                else approvers
+            ),
+        )
 
     def __repr__(self) -> str:
-        return f"ConfirmationHook({self.confirmation_strategies!r})"
+        who = f", approvers={self.approvers!r}" if self.approvers is not None else ""
+        return f"ConfirmationHook({self.confirmation_strategies!r}{who})"
 
 
 def _passthrough(call: ToolCall) -> ToolExecutionDecision:

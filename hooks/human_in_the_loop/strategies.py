@@ -25,6 +25,13 @@ What a person sends is bounded (see :mod:`hooks.human_in_the_loop.desk`), and so
 model is told about a modification: the new parameters already travel in full in the call that
 runs, so the explanation shows them whole only while they are short and a preview otherwise
 (:func:`modification_feedback`).
+
+Who may decide: ``approvers=[...]`` names the people whose decisions the run accepts (each request
+carries the list in ``PendingConfirmation.approvers``; the Update's validator and the Signal's
+handler check it, see :mod:`hooks.human_in_the_loop.desk`). ``ConfirmationHook(approvers=...)``
+replaces the list for chosen tools. A timeout still decides (on behalf of no one). A local,
+non-durable run (``BlockingConfirmationStrategy.run``) asks whoever is at its console and has no
+approver to check.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ from hooks.human_in_the_loop.desk import (
     MAX_NEW_TOOL_PARAMS_BYTES,
     ConfirmationDesk,
     DecisionLimits,
+    approver_list,
 )
 from hooks.human_in_the_loop.notifications import notify_approval_request
 from hooks.human_in_the_loop.protocol import ConfirmationPolicy, ConfirmationUI
@@ -151,8 +159,13 @@ class DurableConfirmationStrategy:
     :param max_new_tool_params_bytes: A modify whose ``new_tool_params`` take more UTF-8 bytes as
         compact JSON is refused (the Update with the size and the limit; the Signal is ignored).
     :param max_feedback_chars: A decision whose ``feedback`` has more characters is refused.
-    :raises ValueError: For a non-positive ``timeout`` or limit, an unknown ``on_timeout``, or a
-        template missing its placeholder.
+    :param approvers: Who may decide this strategy's calls: a decision's ``approver`` must equal
+        one of these names (case and all), or it is refused (the Update with the reason, the Signal
+        is ignored with a log line). None (default): anyone may. ``ConfirmationHook(approvers=...)``
+        replaces the list for chosen tools.
+    :raises ValueError: For a non-positive ``timeout`` or limit, an unknown ``on_timeout``, a
+        template missing its placeholder, or ``approvers`` that is not a non-empty list of
+        non-blank names.
     """
 
     def __init__(
@@ -167,6 +180,7 @@ class DurableConfirmationStrategy:
         search_attribute: str | None = WAITING_FOR_APPROVAL.name,
         max_new_tool_params_bytes: int = MAX_NEW_TOOL_PARAMS_BYTES,
         max_feedback_chars: int = MAX_FEEDBACK_CHARS,
+        approvers: list[str] | None = None,
     ) -> None:
         if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
             timeout = timedelta(seconds=timeout)
@@ -185,6 +199,7 @@ class DurableConfirmationStrategy:
         if notify_url is not None and not notify_url.startswith(("http://", "https://")):
             raise ValueError(f"notify_url must be an http(s) URL, got {notify_url!r}.")
         self.limits = DecisionLimits(max_new_tool_params_bytes, max_feedback_chars)
+        self.approvers = approver_list(approvers) if approvers is not None else None
         self.confirmation_policy = confirmation_policy
         self.timeout = timeout
         self.on_timeout = on_timeout
@@ -214,6 +229,7 @@ class DurableConfirmationStrategy:
         tool_params: dict[str, Any],
         tool_call_id: str | None = None,
         confirmation_strategy_context: dict[str, Any] | None = None,
+        approvers: list[str] | None = None,
     ) -> ToolExecutionDecision:
         """Ask (if the policy says so), wait for a decision or the timeout, and apply it.
 
@@ -222,27 +238,37 @@ class DurableConfirmationStrategy:
         :param tool_params: The arguments the model asked for.
         :param tool_call_id: The call's id; required (the hook always gives one).
         :param confirmation_strategy_context: The run's ``hook_context`` (unused here).
-        :raises ValueError: Without a ``tool_call_id`` when the policy asks.
+        :param approvers: Who may decide this call, instead of the strategy's ``approvers``
+            (``ConfirmationHook`` passes its per-tool list); None: the strategy's.
+        :raises ValueError: Without a ``tool_call_id`` when the policy asks, or for ``approvers``
+            that is not a non-empty list of non-blank names.
         :raises RuntimeError: Outside an ``AgentWorkflow`` run, when the policy asks.
         """
+        allowed = approver_list(approvers, "approvers for this call") if approvers is not None else self.approvers
         if not tool_call_id or not policy_learns(self.confirmation_policy):
-            return await self._ask_and_wait(tool_name, tool_description, tool_params, tool_call_id)
+            return await self._ask_and_wait(tool_name, tool_description, tool_params, tool_call_id, allowed)
         # A learning policy sees this tool's calls in call order (see the module docstring).
         queue = self._in_tool_order.setdefault(tool_name, [])
         queue.append(tool_call_id)
         try:
             if queue[0] != tool_call_id and workflow.in_workflow() and workflow.patched(ASK_IN_TOOL_ORDER_PATCH):
                 await workflow.wait_condition(lambda: queue[0] == tool_call_id)
-            return await self._ask_and_wait(tool_name, tool_description, tool_params, tool_call_id)
+            return await self._ask_and_wait(tool_name, tool_description, tool_params, tool_call_id, allowed)
         finally:
             queue.remove(tool_call_id)
             if not queue:
                 del self._in_tool_order[tool_name]
 
     async def _ask_and_wait(
-        self, tool_name: str, tool_description: str, tool_params: dict[str, Any], tool_call_id: str | None
+        self,
+        tool_name: str,
+        tool_description: str,
+        tool_params: dict[str, Any],
+        tool_call_id: str | None,
+        approvers: list[str] | None,
     ) -> ToolExecutionDecision:
-        """Ask the policy; if it says ask, publish the request, wait for its decision and apply it."""
+        """Ask the policy; if it says ask, publish the request (with who may decide it), wait for
+        its decision and apply it."""
         if not self.confirmation_policy.should_ask(tool_name, tool_description, tool_params):
             return self._unasked(tool_name, tool_call_id, tool_params)
         if not tool_call_id:
@@ -266,6 +292,7 @@ class DurableConfirmationStrategy:
             expires_at=now + self.timeout,
             arguments_sha256=arguments_sha256(tool_params),
             on_timeout=self.on_timeout,
+            approvers=approvers,
             **self._request_extras(),
         )
         limits = self.limits if workflow.patched(DECISION_LIMITS_PATCH) else None
@@ -377,11 +404,13 @@ class DurableConfirmationStrategy:
             search_attribute=self.search_attribute,
             max_new_tool_params_bytes=self.max_new_tool_params_bytes,
             max_feedback_chars=self.max_feedback_chars,
+            approvers=list(self.approvers) if self.approvers is not None else None,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DurableConfirmationStrategy:
-        """Rebuild from :meth:`to_dict`'s output (older output, without the limits, gets the defaults)."""
+        """Rebuild from :meth:`to_dict`'s output (older output, without the limits or the approvers,
+        gets the defaults)."""
         return cls(**cls._init_parameters(dict(data.get("init_parameters", {}))))
 
     @classmethod
@@ -393,9 +422,10 @@ class DurableConfirmationStrategy:
         return params
 
     def __repr__(self) -> str:
+        who = f", approvers={self.approvers!r}" if self.approvers is not None else ""
         return (
             f"DurableConfirmationStrategy({self.confirmation_policy!r}, timeout={self.timeout!r}, "
-            f"on_timeout={self.on_timeout!r})"
+            f"on_timeout={self.on_timeout!r}{who})"
         )
 
 
@@ -416,7 +446,8 @@ class BlockingConfirmationStrategy(DurableConfirmationStrategy):
         ``RichConsoleUI()``; it must be serialisable by import path (a module-level class).
     :param options: :class:`DurableConfirmationStrategy`'s other parameters (``timeout``, 7 days by
         default, where Haystack's waits forever; ``on_timeout``; the three templates, as in
-        Haystack; ``notify_url``; ``search_attribute``; the decision limits).
+        Haystack; ``notify_url``; ``search_attribute``; the decision limits; ``approvers``, who
+        may decide in a durable run).
     :raises ValueError: For a ``confirmation_ui`` without ``get_user_confirmation``, or as
         :class:`DurableConfirmationStrategy`.
     """
@@ -469,9 +500,11 @@ class BlockingConfirmationStrategy(DurableConfirmationStrategy):
         tool_params: dict[str, Any],
         tool_call_id: str | None = None,
         confirmation_strategy_context: dict[str, Any] | None = None,
+        approvers: list[str] | None = None,
     ) -> ToolExecutionDecision:
-        """In a workflow: wait durably (:meth:`DurableConfirmationStrategy.run_async`); elsewhere:
-        :meth:`run`."""
+        """In a workflow: wait durably (:meth:`DurableConfirmationStrategy.run_async`, where
+        ``approvers`` replaces the strategy's list for this call); elsewhere: :meth:`run` (a local
+        run asks whoever is at the console, so no approver is checked)."""
         inputs = {
             "tool_name": tool_name,
             "tool_description": tool_description,
@@ -480,7 +513,7 @@ class BlockingConfirmationStrategy(DurableConfirmationStrategy):
             "confirmation_strategy_context": confirmation_strategy_context,
         }
         if workflow.in_workflow():
-            return await super().run_async(**inputs)
+            return await super().run_async(**inputs, approvers=approvers)
         return self.run(**inputs)
 
     def _request_extras(self) -> dict[str, Any]:
@@ -508,5 +541,6 @@ class BlockingConfirmationStrategy(DurableConfirmationStrategy):
     def __repr__(self) -> str:
         return (
             f"BlockingConfirmationStrategy({self.confirmation_policy!r}, {self.confirmation_ui!r}, "
-            f"timeout={self.timeout!r}, on_timeout={self.on_timeout!r})"
+            f"timeout={self.timeout!r}, on_timeout={self.on_timeout!r}"
+            + (f", approvers={self.approvers!r})" if self.approvers is not None else ")")
         )
