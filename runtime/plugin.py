@@ -7,7 +7,9 @@ What a worker gets:
 - ``AgentWorkflow`` and the model activity (``chat_completion``);
 - each hook family's activities (``HookFamily.activities``), collected from ``hooks.family``;
 - the tool activity (``invoke_tool``) when the plugin is given tools;
-- each family's warm-up, run once per process before the worker polls.
+- each family's warm-up, run once per process before the worker polls;
+- with tracing on, temporalio's OpenTelemetry interceptor (client, worker and replayer), and with a
+  Prometheus address, a Runtime serving the SDK's metrics (``runtime/tracing.py``).
 
 A client from :func:`agent.connect` carries an ``AgentPlugin`` (without tools); a worker built
 on it gets everything but the tools, which ``create_worker`` adds.
@@ -20,9 +22,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, ClientConfig
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import Worker
+from temporalio.service import ConnectConfig, ServiceClient
+from temporalio.worker import ReplayerConfig, Worker, WorkerConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.model import ModelActivities
@@ -34,6 +37,7 @@ from core.settings import Settings
 from core.tools import Tool
 from core.wire import CHAT_COMPLETION_ACTIVITY
 from hooks.family import check_families, family_activities, warm_up_families
+from runtime.tracing import has_tracing_interceptor, prometheus_bind_address, prometheus_runtime, tracing_interceptor
 from workflows.agent_workflow import AgentWorkflow
 
 #: Deterministic modules shared by all workflows instead of re-imported into each sandbox:
@@ -51,6 +55,7 @@ PASSTHROUGH_MODULES = (
     "boto3",
     "botocore",
     "jsonschema",
+    "opentelemetry",  # the run loop's spans use the process's tracer provider (hooks/tracing.py)
 )
 
 
@@ -72,12 +77,29 @@ class AgentPlugin(SimplePlugin):
     :param tools: Tool functions (``@tool``) the worker runs; without them no ``invoke_tool``
         activity is registered (``create_worker`` passes the tools).
     :param model_activities: The model client holder; by default one from ``OPENAI_*``.
-    :raises ValueError: On duplicate tool names or a non-``Tool`` in ``tools``.
+    :param tracing: OpenTelemetry tracing on or off; None (default) follows the ``OTEL_*``
+        environment (on when ``OTEL_TRACES_EXPORTER`` is set and not ``none``). See runtime/tracing.py.
+    :param prometheus_bind: ``host:port`` serving Temporal's SDK metrics at ``/metrics`` for clients
+        this plugin connects (and their workers); None (default) reads ``AGENT_PROMETHEUS_BIND``, ""
+        turns it off.
+    :raises ValueError: On duplicate tool names or a non-``Tool`` in ``tools``, or a malformed
+        ``prometheus_bind``.
+    :raises core.checks.ConfigurationError: Tracing is on but OpenTelemetry (the ``[otel]`` extra)
+        is not installed, or cannot be set up from the environment.
     """
 
-    def __init__(self, tools: Sequence[Tool] | None = None, model_activities: ModelActivities | None = None) -> None:
+    def __init__(
+        self,
+        tools: Sequence[Tool] | None = None,
+        model_activities: ModelActivities | None = None,
+        *,
+        tracing: bool | None = None,
+        prometheus_bind: str | None = None,
+    ) -> None:
         self._tool_activities = ToolActivities(list(tools)) if tools is not None else None
         self._model_activities = model_activities
+        self._tracing_interceptor = tracing_interceptor(tracing)
+        self._prometheus_bind = prometheus_bind_address(prometheus_bind)
         super().__init__(
             "durable-agent.AgentPlugin",
             data_converter=agent_data_converter(),
@@ -86,6 +108,34 @@ class AgentPlugin(SimplePlugin):
             activities=self._add_activities,
             run_context=self._warm_up,
         )
+
+    # -- tracing and metrics (runtime/tracing.py): one tracing interceptor per client and worker,
+    # however many AgentPlugins (the client's, the worker's) or user interceptors are around.
+
+    def configure_client(self, config: ClientConfig) -> ClientConfig:
+        config = super().configure_client(config)
+        if self._tracing_interceptor is not None and not has_tracing_interceptor(config.get("interceptors")):
+            config["interceptors"] = [*config.get("interceptors", []), self._tracing_interceptor]
+        return config
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        config = super().configure_worker(config)
+        client_interceptors = config["client"].config(active_config=True).get("interceptors", [])
+        present = [*client_interceptors, *config.get("interceptors", [])]
+        if self._tracing_interceptor is not None and not has_tracing_interceptor(present):
+            config["interceptors"] = [*config.get("interceptors", []), self._tracing_interceptor]
+        return config
+
+    def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
+        config = super().configure_replayer(config)
+        if self._tracing_interceptor is not None and not has_tracing_interceptor(config.get("interceptors")):
+            config["interceptors"] = [*config.get("interceptors", []), self._tracing_interceptor]
+        return config
+
+    async def connect_service_client(self, config: ConnectConfig, next: Any) -> ServiceClient:
+        if self._prometheus_bind is not None and config.runtime is None:
+            config.runtime = prometheus_runtime(self._prometheus_bind)
+        return await super().connect_service_client(config, next)
 
     @staticmethod
     def _add_workflow(workflows: Sequence[type] | None) -> list[type]:

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from hooks.context import RunContext, set_current_run
     from hooks.family import family_workflow_handlers
     from hooks.protocol import HasMemory, OffloadsInToolActivity
+    from hooks.tracing import hook_point_span, hook_span, model_call_span, run_span, tool_call_span
     from workflows.stored_conversation import StoredConversation
 
     # The hook families' Signal, Update and Query handlers, as base classes of the workflow.
@@ -147,13 +148,14 @@ class AgentWorkflow(*FAMILY_HANDLERS):
         self._context = context
         set_current_run(context)
         hooks = agent.distinct_hooks()
-        for hook in hooks:
-            await self._lifecycle(hook, "warm_up", lifecycle.warm_up_async)
-        try:
-            return await self._run(agent, run_input)
-        finally:
+        with run_span(context.run_id, agent.model, snapshot.continuations if snapshot else 0):
             for hook in hooks:
-                await self._lifecycle(hook, "close", lifecycle.close_async)
+                await self._lifecycle(hook, "warm_up", lifecycle.warm_up_async)
+            try:
+                return await self._run(agent, run_input)
+            finally:
+                for hook in hooks:
+                    await self._lifecycle(hook, "close", lifecycle.close_async)
 
     async def _lifecycle(self, hook: Any, stage: str, step: Any) -> None:
         """Await ``step(hook)`` (its ``warm_up``/``close``, async variant first); its error ends the run."""
@@ -220,7 +222,8 @@ class AgentWorkflow(*FAMILY_HANDLERS):
             settings=agent.model_settings,
         )
         try:
-            output = await call_model(request, retry_timeout=agent.model_retry_timeout)
+            with model_call_span(agent.model):
+                output = await call_model(request, retry_timeout=agent.model_retry_timeout)
         except ActivityError as err:
             raise model_call_failure(err, agent.model_retry_timeout) from err
         reply = output.message
@@ -307,7 +310,7 @@ class AgentWorkflow(*FAMILY_HANDLERS):
                     origin=call,
                     error=True,
                 )
-            async with bound:
+            async with bound, tool_call_span(call, step):
                 output = await call_tool(
                     ToolInvocationInput(
                         run_id=context.run_id,
@@ -345,17 +348,20 @@ class AgentWorkflow(*FAMILY_HANDLERS):
         """Run ``point``'s hooks in order. A hook's own error ends the run (see :func:`hook_failure`)."""
         context = self._require_context()
         context.phase = point
-        for hook in context.agent.hooks.get(point, []):
-            run_async = getattr(hook, "run_async", None)
-            try:
-                if run_async is not None:
-                    await run_async(context.state)
-                else:
-                    hook.run(context.state)
-            except TASK_RETRYING_ERRORS:
-                raise
-            except Exception as err:
-                raise hook_failure(hook, point, context.state.data.get("step_count", 0), err) from err
+        hooks = context.agent.hooks.get(point, [])
+        with hook_point_span(point, len(hooks)):
+            for hook in hooks:
+                run_async = getattr(hook, "run_async", None)
+                try:
+                    with hook_span(hook, point):
+                        if run_async is not None:
+                            await run_async(context.state)
+                        else:
+                            hook.run(context.state)
+                except TASK_RETRYING_ERRORS:
+                    raise
+                except Exception as err:
+                    raise hook_failure(hook, point, context.state.data.get("step_count", 0), err) from err
 
     @staticmethod
     def _hooks_with_memory(agent: AgentSpec) -> dict[str, HasMemory]:
