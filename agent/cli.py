@@ -26,7 +26,9 @@ from agent.client import connect, get_run
 from agent.dev.demo import demo_agent, run_demo
 from agent.dev.demo_tools import DEMO_TOOLS
 from agent.dev.scripted_model import LABEL, ScriptedModelServer
-from agent.dev.stack import DEFAULT_S3_PORT, DevStack
+from agent.dev.stack import DEFAULT_S3_PORT, DevStack, ensure_port_free
+from agent.inbox.cli import add_inbox_command, describe_identity, dev_identity, start_inbox
+from agent.inbox.identity import IdentityConfig
 from agent.watch import health_lines, watch
 from core.messages import ChatMessage
 from core.settings import Settings
@@ -210,6 +212,8 @@ async def cmd_dev(args: argparse.Namespace, client: None) -> int:
         s3_port=args.s3_port,
         default_s3_port=DEFAULT_S3_PORT,
     )
+    if args.inbox_port > 0:  # fail before anything starts, as for the stack's own ports
+        ensure_port_free(args.inbox_port, "the web inbox", hint="Choose --inbox-port N (0: a free one, -1: no inbox).")
     scripted = None
     with stack:
         stack.apply_env()
@@ -228,8 +232,15 @@ async def cmd_dev(args: argparse.Namespace, client: None) -> int:
             loop.add_signal_handler(sig, stop.set)
         try:
             async with create_worker(client, tools=DEMO_TOOLS, task_queue=args.task_queue):
+                inbox = None
+                if args.inbox_port >= 0:
+                    identity = IdentityConfig(insecure_dev_identity=args.inbox_identity)
+                    inbox = await start_inbox(client, identity, "127.0.0.1", args.inbox_port)
+                    print(f"Inbox:           {inbox.url}  ({describe_identity(identity)})", flush=True)
                 print(f"Worker polling task queue '{args.task_queue}'. Ctrl-C stops everything.", flush=True)
                 await stop.wait()
+                if inbox is not None:
+                    await inbox.stop()
                 print("stopping the worker, the Temporal server and S3 ...", flush=True)
         finally:
             if scripted is not None:
@@ -305,7 +316,17 @@ def build_parser() -> argparse.ArgumentParser:
         "DATA_DIR/s3.port and reused by the next start without --s3-port, so env.sh stays valid",
     )
     dev.add_argument("--task-queue", default=settings.task_queue, help="task queue of the worker")
+    dev.add_argument(
+        "--inbox-port", type=int, default=8765, help="port of the web inbox on 127.0.0.1 (default 8765; -1: no inbox)"
+    )
+    dev.add_argument(
+        "--inbox-identity",
+        default=dev_identity(),
+        help="the name the dev inbox decides as (--insecure-dev-identity; default: $USER)",
+    )
     dev.set_defaults(handler=cmd_dev, needs_client=False)
+
+    add_inbox_command(sub)
 
     demo = sub.add_parser("demo", help="the crash-and-resume demo: kill -9 a worker mid-run, watch the run finish")
     demo.add_argument("--data-dir", default=".agent-dev/demo", help="where the demo's stack keeps its files")

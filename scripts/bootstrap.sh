@@ -13,3 +13,13 @@ if [ ! -e "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${1:+[$1]}"
   touch "$stamp"
 fi
+# The browser tests (tests/browser) drive Debian's Chromium through Playwright; Playwright's own
+# browser download cannot work offline, so the test setup installs the distribution's package.
+if [ "${1:-}" = "test" ] && [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium (apt-get) for the browser tests ..." >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "warning: /usr/bin/chromium is missing and cannot be installed here (needs root and apt-get); the browser tests will fail. Install Debian's chromium package." >&2
+  fi
+fi

@@ -1,0 +1,111 @@
+"""``agent inbox`` (and the inbox that ``agent dev`` starts): options, startup lines, Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+
+from temporalio.client import Client
+
+from agent.inbox.app import create_app
+from agent.inbox.identity import IdentityConfig, IdentityConfigError, load_tokens
+from agent.inbox.server import DEFAULT_PORT, InboxServer
+
+
+def add_inbox_command(sub: argparse._SubParsersAction) -> None:
+    """Register ``agent inbox`` on the CLI's subcommands."""
+    inbox = sub.add_parser(
+        "inbox",
+        help="the web approvals inbox: waiting calls, approve / reject / modify in a browser (127.0.0.1)",
+        description="Serve the web approvals inbox for the namespace of TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE. "
+        "Approvers are identified by a trusted header from your reverse proxy (--identity-header) or a token "
+        "table (--tokens); with neither, the inbox is read-only.",
+    )
+    inbox.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    inbox.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)")
+    # One identity source; checked by argparse, before anything connects.
+    source = inbox.add_mutually_exclusive_group()
+    source.add_argument(
+        "--identity-header",
+        metavar="NAME",
+        help="trust this request header (set by your reverse proxy, e.g. X-Forwarded-User) as the approver's name",
+    )
+    source.add_argument(
+        "--tokens",
+        metavar="FILE",
+        type=_token_file,
+        help="token table: JSON {token: name} or 'token = name' lines; browsers send 'Authorization: Bearer TOKEN' "
+        "or sign in once at /login?token=TOKEN (an HttpOnly cookie)",
+    )
+    source.add_argument(
+        "--insecure-dev-identity",
+        metavar="NAME",
+        help="everyone who reaches the inbox decides as NAME (local development only)",
+    )
+    inbox.set_defaults(handler=cmd_inbox)
+
+
+def _token_file(path: str) -> dict[str, str]:
+    """argparse type of ``--tokens``: the table, or a usage error naming what is wrong."""
+    try:
+        return load_tokens(path)
+    except IdentityConfigError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+
+
+def identity_from_args(args: argparse.Namespace) -> IdentityConfig:
+    """The identity source the options name (``args.tokens`` is the table ``--tokens`` read).
+
+    :raises IdentityConfigError: For more than one source or an empty header name.
+    """
+    return IdentityConfig(
+        header=args.identity_header, tokens=args.tokens or {}, insecure_dev_identity=args.insecure_dev_identity or None
+    )
+
+
+def describe_identity(identity: IdentityConfig) -> str:
+    """One line on who may decide through this inbox."""
+    if identity.header:
+        return f"approver = the '{identity.header}' header (set it in your reverse proxy; clients must not reach the inbox directly)"
+    if identity.tokens:
+        return f"approver = token table ({len(identity.tokens)} tokens); sign in at /login?token=TOKEN"
+    if identity.insecure_dev_identity:
+        return f"approver = '{identity.insecure_dev_identity}' for everyone (--insecure-dev-identity: development only)"
+    return "read-only: no identity source, every decision is refused (see --identity-header, --tokens)"
+
+
+async def start_inbox(client: Client, identity: IdentityConfig, host: str, port: int) -> InboxServer:
+    """Start the inbox in the running loop.
+
+    :raises InboxBindError: If the port is taken.
+    """
+    return await InboxServer(create_app(client, identity=identity), host=host, port=port).start()
+
+
+async def cmd_inbox(args: argparse.Namespace, client: Client) -> int:
+    try:
+        identity = identity_from_args(args)
+    except IdentityConfigError as err:
+        print(f"agent inbox: error: {err}", flush=True)
+        return 2
+    server = await start_inbox(client, identity, args.host, args.port)
+    print(f"Inbox:    {server.url}", flush=True)
+    print(f"Identity: {describe_identity(identity)}", flush=True)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"warning: listening on {args.host}, not loopback: put it behind your reverse proxy.", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+    return 0
+
+
+def dev_identity() -> str:
+    """The name ``agent dev``'s inbox decides as: the login name, else ``dev``."""
+    return os.environ.get("USER") or os.environ.get("USERNAME") or "dev"
