@@ -47,6 +47,24 @@ def worker_spans(history) -> dict[str, float]:
     return {"workflow_task_ms": workflow_task_ms, "activity_ms": activity_ms, "events": len(history.events)}
 
 
+async def chain_events(client, workflow_id: str) -> list:
+    """Every event of a workflow id from its first run through each continue-as-new, in order.
+
+    Follows the chain by run ids (``first_run_id``, then each ``ContinuedAsNew`` event), so it needs
+    no visibility query and does not wait for visibility to catch up.
+    """
+    description = await client.get_workflow_handle(workflow_id).describe()
+    run_id = description.raw_description.workflow_execution_info.first_run_id or description.run_id
+    events: list = []
+    while run_id:
+        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        events.extend(history.events)
+        last = history.events[-1] if history.events else None
+        continued = last is not None and last.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+        run_id = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id if continued else None
+    return events
+
+
 def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (0-100) by linear interpolation."""
     if len(values) == 1:

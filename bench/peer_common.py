@@ -1,0 +1,120 @@
+"""What bench.peers' parent and worker processes share: the task, one run's result, and the table.
+
+Pure code (no Temporal, no peer libraries), so the unit tests import it without the ``[bench]`` extra.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+#: The systems, in table order. The floor comes first: the others' work is divided by it.
+SYSTEMS = ("floor", "ours", "pydantic-ai", "openai-agents")
+#: The tool every system offers; the scripted model calls it once a step.
+TOOL_NAME = "big_text"
+PROMPT = "Call big_text as often as you are scripted to, then answer."
+
+
+def script(steps: int, result_bytes: int) -> list[dict]:
+    """The scripted model's replies: ``steps`` calls of the tool (one a step), then a text answer.
+
+    :param steps: Tool-calling steps before the answer; at least 1.
+    :param result_bytes: The size of text each tool call returns; at least 1.
+    :raises ValueError: On a value below 1.
+    """
+    if steps < 1 or result_bytes < 1:
+        raise ValueError(f"steps and result_bytes must be at least 1, got steps={steps}, result_bytes={result_bytes}.")
+    call = {"tool_calls": [{"name": TOOL_NAME, "arguments": {"size": result_bytes}}], "times": steps}
+    return [call, {"text": "done"}]
+
+
+class PeerResult(BaseModel):
+    """One system's run of one case, as the worker process reports it (one JSON line).
+
+    ``steps_done`` counts completed tool activities. The per-step figures divide by it; wall and
+    CPU are ``None`` for a run that did not finish (its CPU includes the retries of a stall).
+    """
+
+    system: str
+    steps: int
+    result_bytes: int
+    outcome: Literal["finished", "stalled", "failed"]
+    error: str | None = None
+    steps_done: int = 0
+    wall_ms: float | None = None
+    work_ms: float | None = None
+    cpu_ms: float | None = None
+    history_bytes: float | None = None
+
+    @property
+    def status(self) -> str:
+        """``finished``, or ``stalled: <error>`` / ``failed: <error>`` with the step it reached."""
+        if self.outcome == "finished":
+            return "finished"
+        return f"{self.outcome} at step {self.steps_done}/{self.steps}: {self.error or 'no error recorded'}"
+
+
+def classify(
+    *, completed: bool, failure: str | None, elapsed_s: float, idle_s: float, deadline_s: float, stall_s: float
+):
+    """Decide what a run still in flight is: ``None`` (keep waiting) or an outcome and its error.
+
+    :param completed: The workflow closed successfully.
+    :param failure: The workflow closed unsuccessfully, with this message (failed, terminated, timed out).
+    :param elapsed_s: Seconds since the run started.
+    :param idle_s: Seconds since its history last grew.
+    :param deadline_s: Longest a run may take in all.
+    :param stall_s: Longest a run may go without a new history event.
+    :returns: ``None``, or ``(outcome, error)`` with outcome ``finished``, ``failed`` or ``stalled``.
+    """
+    if completed:
+        return "finished", None
+    if failure is not None:
+        return "failed", failure
+    if idle_s > stall_s:
+        return "stalled", f"no new history event for {idle_s:.0f} s"
+    if elapsed_s > deadline_s:
+        return "stalled", f"not finished within the {deadline_s:.0f} s deadline"
+    return None
+
+
+def size_label(result_bytes: int) -> str:
+    """``2048`` -> ``"2 KiB"``, ``51200`` -> ``"50 KiB"``, ``2000`` -> ``"2,000 B"``."""
+    return f"{result_bytes // 1024} KiB" if result_bytes % 1024 == 0 else f"{result_bytes:,} B"
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def markdown_table(results: list[PeerResult], *, error_chars: int = 90) -> str:
+    """The README's table: one row per case and system, ratios against the same case's floor.
+
+    :param results: Every run, any order; rows come out by case (as first seen) then :data:`SYSTEMS`.
+    :param error_chars: Longest error text kept in a cell (the rest becomes ``…``).
+    """
+    header = (
+        "| steps × result | system | finished | wall ms/step | worker work ms/step | work / floor "
+        "| worker CPU ms/step | history KB/step |\n|---|---|---|---:|---:|---:|---:|---:|"
+    )
+    cases = list(dict.fromkeys((r.steps, r.result_bytes) for r in results))
+    order = {name: i for i, name in enumerate(SYSTEMS)}
+    rows = [header]
+    for steps, size in cases:
+        group = sorted(
+            (r for r in results if (r.steps, r.result_bytes) == (steps, size)),
+            key=lambda r: order.get(r.system, len(order)),
+        )
+        floor = next((r for r in group if r.system == "floor" and r.work_ms), None)
+        for r in group:
+            ratio = f"{r.work_ms / floor.work_ms:.2f}×" if (floor and r.work_ms is not None) else "–"
+            status = r.status.replace("|", "/")
+            if len(status) > error_chars:
+                status = status[: error_chars - 1] + "…"
+            history_kb = None if r.history_bytes is None else r.history_bytes / 1024
+            rows.append(
+                f"| {steps} × {size_label(size)} | {r.system} | {status} | {_num(r.wall_ms)} | {_num(r.work_ms)} "
+                f"| {ratio} | {_num(r.cpu_ms)} | {_num(history_kb)} |"
+            )
+    return "\n".join(rows)
