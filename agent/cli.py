@@ -34,6 +34,7 @@ from core.messages import ChatMessage
 from core.settings import Settings
 from core.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL, WORKFLOW_TYPE
 from hooks.family import families
+from runtime.tracing import prometheus_bind_address
 from runtime.worker import create_worker
 
 
@@ -237,6 +238,9 @@ async def cmd_dev(args: argparse.Namespace, client: None) -> int:
                     identity = IdentityConfig(insecure_dev_identity=args.inbox_identity)
                     inbox = await start_inbox(client, identity, "127.0.0.1", args.inbox_port)
                     print(f"Inbox:           {inbox.url}  ({describe_identity(identity)})", flush=True)
+                metrics = prometheus_bind_address()
+                if metrics is not None:
+                    print(f"Metrics:         http://{metrics}/metrics  (AGENT_PROMETHEUS_BIND)", flush=True)
                 print(f"Worker polling task queue '{args.task_queue}'. Ctrl-C stops everything.", flush=True)
                 await stop.wait()
                 if inbox is not None:

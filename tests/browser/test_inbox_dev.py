@@ -1,4 +1,5 @@
-"""``agent dev`` starts the inbox beside the stack and prints its URL (a subprocess, as a user runs it)."""
+"""``agent dev`` starts the inbox beside the stack and prints its URL, and the metrics URL when
+``AGENT_PROMETHEUS_BIND`` asks for one (a subprocess, as a user runs it)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ START_SECONDS = 120
 
 
 def test_agent_dev_starts_the_inbox_and_prints_its_url(tmp_path):
-    ports = [str(free_port()) for _ in range(4)]
+    ports = [str(free_port()) for _ in range(5)]
     command = [sys.executable, "-c", "from agent.cli import main; main()", "dev", "--data-dir", str(tmp_path / "dev")]
     command += ["--port", ports[0], "--ui-port", ports[1], "--s3-port", ports[2], "--inbox-port", ports[3]]
     command += ["--inbox-identity", "devuser"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "OPENAI_"))}
+    env["AGENT_PROMETHEUS_BIND"] = f"127.0.0.1:{ports[4]}"
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lines: list[str] = []
     try:
@@ -40,6 +42,11 @@ def test_agent_dev_starts_the_inbox_and_prints_its_url(tmp_path):
         with urllib.request.urlopen(url, timeout=30) as response:
             page = response.read().decode()
         assert response.status == 200 and 'data-testid="identity">devuser<' in page
+        metrics_url = f"http://127.0.0.1:{ports[4]}/metrics"
+        assert f"Metrics:         {metrics_url}  (AGENT_PROMETHEUS_BIND)\n" in lines, "".join(lines)
+        with urllib.request.urlopen(metrics_url, timeout=30) as response:
+            metrics = response.read().decode()
+        assert "temporal_request" in metrics, metrics[:500]
     finally:
         process.send_signal(signal.SIGINT)
         try:

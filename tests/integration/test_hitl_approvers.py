@@ -10,8 +10,6 @@ import asyncio
 import io
 import json
 import logging
-import os
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from hooks.human_in_the_loop import (
 )
 from hooks.human_in_the_loop.client import DecisionRefusedError, signal_decision
 from tests.hitl_helpers import call, calls, history_events, hitl_agent, start, wait_pending
+from tests.integration.test_cli import agent_cli
 
 MALLORY_REFUSED = "Approver 'mallory' may not decide tool call '{call}' (record): allowed approvers are alice, bob."
 NO_APPROVER = "Tool call '{call}' (record) needs an approver: pass approver= (one of alice, bob)."
@@ -201,33 +200,20 @@ async def test_an_unlisted_signal_is_ignored_with_a_log_line_and_a_listed_one_de
     assert failed == []
 
 
-async def agent_cli(*args: str) -> tuple[int, str, str]:
-    """The ``agent`` CLI as a user runs it, without blocking the event loop (the worker shares it)."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "agent.cli",
-        *args,
-        env=dict(os.environ),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
-    return process.returncode, out.decode(), err.decode()
-
-
 async def test_the_cli_cannot_decide_for_an_unlisted_approver(client, worker, scripted, model, run_id, effects):
     scripted.script(model, [calls(call("record", label="pay")), {"text": "paid"}])
     handle = await start(hitl_agent(model, only(["alice", "bob"])), client, worker, run_id)
     (pending,) = await wait_pending(handle)
     call_id = pending.tool_call_id
 
-    code, out, err = await agent_cli("approve", run_id, call_id, "--approver", "mallory")
+    ran = await agent_cli("approve", run_id, call_id, "--approver", "mallory")
+    code, out, err = ran.returncode, ran.stdout, ran.stderr
     assert code == 1, (out, err)
     assert err.strip() == f"error: Run '{run_id}' refused the decision: " + MALLORY_REFUSED.format(call=call_id)
     assert [p.tool_call_id for p in await handle.pending_confirmations()] == [call_id]
 
-    code, out, err = await agent_cli("approve", run_id, call_id, "--approver", "alice")
+    ran = await agent_cli("approve", run_id, call_id, "--approver", "alice")
+    code, out, err = ran.returncode, ran.stdout, ran.stderr
     assert code == 0, err
     assert out.startswith(f"confirm: record call {call_id} of run {run_id} by alice")
     await handle.result()
