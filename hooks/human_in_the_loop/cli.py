@@ -7,7 +7,7 @@ exit code), and the CLI connects from the environment before calling it.
 ``agent pending`` finds waiting runs through Temporal visibility: every run that waits for a
 person has the Bool search attribute ``AgentWaitingForApproval`` set (the confirmation desk
 upserts it), so the listing is ``AgentWaitingForApproval = true AND ExecutionStatus = 'Running'``,
-then each run's ``pending_confirmations`` query.
+and each run's pending calls come from its memo (one visibility listing, no per-run query).
 
 ``agent approve --interactive [RUN [CALL]]`` walks the pending calls of RUN (or of every waiting
 run) through the ``ConfirmationUI`` each request names (``BlockingConfirmationStrategy``'s UI;
@@ -32,11 +32,13 @@ from core.serialization import import_object, object_from_dict
 from hooks.human_in_the_loop.client import (
     ConfirmationError,
     DecisionRefusedError,
+    iter_waiting_runs,
     list_waiting_runs,
     query_pending,
     submit_decision,
 )
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, PendingSummary, ToolDecision
+from hooks.human_in_the_loop.desk import approver_refusal
 from hooks.human_in_the_loop.protocol import ConfirmationUI
 from hooks.human_in_the_loop.strategies import as_ui_result
 from hooks.human_in_the_loop.user_interfaces import SimpleConsoleUI
@@ -139,23 +141,47 @@ async def cmd_pending(args: argparse.Namespace, client: Client) -> int:
     if args.limit is not None and args.limit < 1:
         print("error: --limit must be at least 1", file=sys.stderr)
         return 2
+    if getattr(args, "json", False):
+        return await _print_pending_json(client, args.limit)
     listing = await list_waiting_runs(client, limit=args.limit)
     rows = [(run.run_id, p) for run in listing.runs for p in run.pending]
-    note = (
-        f"Listed the first {len(listing.runs)} waiting runs (--limit {args.limit}); more are waiting."
-        if listing.truncated
-        else None
-    )
-    if getattr(args, "json", False):
-        print(json.dumps([{"run_id": r, **p.model_dump(mode="json")} for r, p in rows], indent=2))
-        if note:
-            print(note, file=sys.stderr)
-    elif not rows:
+    if not rows:
         print("No run is waiting for approval.")
     else:
         print(format_pending_table(rows))
-        if note:
-            print(note)
+        if listing.truncated:
+            print(_truncated_note(len(listing.runs), args.limit))
+    return 0
+
+
+def _truncated_note(listed: int, limit: int | None) -> str:
+    return f"Listed the first {listed} waiting runs (--limit {limit}); more are waiting."
+
+
+async def _print_pending_json(client: Client, limit: int | None) -> int:
+    """``agent pending --json``: a JSON array, one object a pending call, printed as visibility
+    pages arrive (the first rows show before the last page is read); a cut list ends with a
+    note on stderr."""
+    listed, truncated, first = 0, False, True
+    listing = iter_waiting_runs(client)
+    sys.stdout.write("[")
+    try:
+        async for run in listing:
+            if limit is not None and listed >= limit:
+                truncated = True
+                break
+            listed += 1
+            for p in run.pending:
+                item = json.dumps({"run_id": run.run_id, **p.model_dump(mode="json")})
+                sys.stdout.write(("\n  " if first else ",\n  ") + item)
+                first = False
+    finally:
+        await listing.aclose()
+    # Closed only on success: a listing that failed half-way leaves invalid JSON, not a short list.
+    sys.stdout.write("]\n" if first else "\n]\n")
+    sys.stdout.flush()
+    if truncated:
+        print(_truncated_note(listed, limit), file=sys.stderr)
     return 0
 
 
@@ -237,7 +263,8 @@ async def approve_interactively(
     :param approver: Recorded as who decided.
     :param ui: Ask through this UI instead of the ones the runs name.
     :returns: 0 when every call was decided (or none waited), 1 when a run or call could not be
-        decided (unknown run, unknown call).
+        decided (unknown run, unknown call, or a call whose ``approvers`` do not include
+        ``approver``: it is not asked, since the run would refuse every answer).
     :raises EOFError: When the UI's input ends before an answer.
     """
     if run_id is None:
@@ -272,6 +299,11 @@ async def approve_interactively(
                 break
             for request in pending:
                 seen.add(request.tool_call_id)
+                refusal = approver_refusal(request, approver)
+                if refusal is not None:  # the run would refuse every answer: do not ask
+                    print(f"error: run {current}: {refusal}", file=sys.stderr)
+                    failed = True
+                    continue
                 if await _ask_until_accepted(handle, request, approver, ui or confirmation_ui_for(request)):
                     decided += 1
     if decided == 0 and not failed:
