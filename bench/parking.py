@@ -15,7 +15,7 @@ import os
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from agent import Agent, ChatMessage, tool
 from agent.client import AgentRunHandle, connect, get_run
 from agent.dev.processes import ChildProcess, start_worker
 from agent.dev.scripted_model import ScriptedModelServer
-from agent.dev.stack import DevStack
+from agent.dev.stack import TemporalDevServer
 from bench.common import bench_stack
 from core.wire import WAITING_RUNS_QUERY
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
@@ -69,6 +69,12 @@ def read_stamps(path: Path) -> dict[str, float]:
     return stamps
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds ``pid`` has used (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mib(pid: int) -> float:
     """Resident set size of ``pid`` (``VmRSS`` of ``/proc/<pid>/status``) in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -109,9 +115,9 @@ async def count_waiting(client: Client) -> int:
 
 @dataclass
 class ParkingLot:
-    """A running stack, a worker process and the runs parked so far."""
+    """A running Temporal server, a worker process and the runs parked so far."""
 
-    stack: DevStack
+    server: TemporalDevServer
     scripted: ScriptedModelServer
     worker: ChildProcess
     client: Client
@@ -172,11 +178,37 @@ class ParkingLot:
         return get_run(self.client, run_id)
 
 
+@contextlib.contextmanager
+def _server_and_model(persisted: bool) -> Iterator[tuple[TemporalDevServer, ScriptedModelServer]]:
+    """``bench_stack``'s Temporal (SQLite file) and scripted model, or (``persisted=False``) an
+    in-memory Temporal dev server (``start-dev``'s default) and the scripted model, no S3."""
+    if persisted:
+        with bench_stack() as (stack, scripted):
+            yield stack.temporal, scripted
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        server = TemporalDevServer(None, with_ui=False, log_file=Path(tmp) / "temporal.log")
+        scripted = ScriptedModelServer().start()
+        try:
+            with server:
+                yield server, scripted
+        finally:
+            scripted.stop()
+
+
 @contextlib.asynccontextmanager
-async def parking_lot(runs: int, worker_log: Path | None = None) -> AsyncIterator[ParkingLot]:
-    """A stack (``bench_stack``), the scripted model scripted for ``runs`` parked runs, and a worker
-    (``python worker.py --tools bench.parking.PARKING_TOOLS``) in its own process; all stopped after."""
-    with bench_stack() as (stack, scripted), tempfile.TemporaryDirectory() as tmp:
+async def parking_lot(
+    runs: int, worker_log: Path | None = None, worker_env: dict[str, str] | None = None, persisted: bool = True
+) -> AsyncIterator[ParkingLot]:
+    """A Temporal dev server, the scripted model scripted for ``runs`` parked runs, and a worker
+    (``python worker.py --tools bench.parking.PARKING_TOOLS``) in its own process; all stopped after.
+
+    :param worker_env: More environment for the worker (e.g. ``AGENT_MAX_CACHED_WORKFLOWS``).
+    :param persisted: ``bench_stack`` (Temporal on a SQLite file, moto S3 for payloads) when True;
+        an in-memory dev server and no S3 when False (less server CPU per run, so more runs park
+        in the time budget; the worker does the same work).
+    """
+    with _server_and_model(persisted) as (server, scripted), tempfile.TemporaryDirectory() as tmp:
         scripted.script(MODEL, parking_script(runs))
         stamps_file = Path(tmp) / "stamps.txt"
         queue = f"parking-{uuid.uuid4().hex[:6]}"
@@ -184,16 +216,19 @@ async def parking_lot(runs: int, worker_log: Path | None = None) -> AsyncIterato
             worker_log or Path(tmp) / "worker.log",
             tools="bench.parking.PARKING_TOOLS",
             task_queue=queue,
-            # bench_stack put the stack's and the scripted model's variables in os.environ; explicit here
+            # explicit, whatever os.environ holds: this server, the scripted model
             env={
                 STAMPS_ENV: str(stamps_file),
+                "TEMPORAL_ADDRESS": server.address,
+                "TEMPORAL_NAMESPACE": server.namespace,
                 "OPENAI_BASE_URL": scripted.base_url,
                 "OPENAI_API_KEY": "scripted-model",
+                **(worker_env or {}),
             },
         )
         try:
-            client = await connect(stack.temporal.address, stack.temporal.namespace)
-            yield ParkingLot(stack, scripted, worker, client, queue, stamps_file, prefix=f"park-{queue}")
+            client = await connect(server.address, server.namespace)
+            yield ParkingLot(server, scripted, worker, client, queue, stamps_file, prefix=f"park-{queue}")
         except BaseException:
             print(worker.log_tail(20))
             raise

@@ -32,8 +32,37 @@ from runtime.plugin import AgentPlugin, connect
 STICKY_SCHEDULE_TO_START = timedelta(seconds=1)
 HEARTBEAT_THROTTLE = timedelta(seconds=1)
 
+#: Workflow runs a worker keeps in memory (temporalio's ``max_cached_workflows``; its default is
+#: 1,000). A cached run parked on an approval holds ~180 KB of RSS (its sandbox, rebuilt Agent,
+#: hooks, State and messages), so the cache, not the number of parked runs, bounds a worker's
+#: memory: the least recently used runs leave it first, and a parked run is idle, so active runs
+#: stay cached while parked ones are evicted. An evicted run replays its (short) history when its
+#: approval arrives. 500 keeps 10,000 parked runs under 300 MB of worker RSS (bench/parked_runs.py)
+#: and leaves room for 500 runs stepping at once; ``AGENT_MAX_CACHED_WORKFLOWS`` or
+#: ``create_worker(max_cached_workflows=...)`` changes it.
+DEFAULT_MAX_CACHED_WORKFLOWS = 500
+MAX_CACHED_WORKFLOWS_ENV = "AGENT_MAX_CACHED_WORKFLOWS"
+
 #: The demo's tools, which ``python worker.py`` runs unless ``--tools`` names others.
 DEFAULT_TOOLS = "agent.dev.demo_tools.DEMO_TOOLS"
+
+
+def max_cached_workflows() -> int:
+    """The workflow cache size: ``AGENT_MAX_CACHED_WORKFLOWS``, else :data:`DEFAULT_MAX_CACHED_WORKFLOWS`.
+
+    :raises ValueError: When the variable is not a whole number of at least 0 (0 disables the
+        cache: every workflow task replays the run's history).
+    """
+    raw = os.environ.get(MAX_CACHED_WORKFLOWS_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_CACHED_WORKFLOWS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"{MAX_CACHED_WORKFLOWS_ENV} must be a whole number >= 0, got {raw!r}.")
+    return value
 
 
 def create_worker(
@@ -53,8 +82,10 @@ def create_worker(
     :param model_activities: A custom model client holder; by default one from ``OPENAI_*``.
     :param extra_workflows: Other workflow classes to run on the same worker.
     :param extra_activities: Other activities for the same worker (e.g. the ones your hooks await).
-    :param worker_options: Passed to ``temporalio.worker.Worker`` (override the tuned defaults).
-    :raises ValueError: On duplicate tool names or a non-``Tool`` in ``tools``.
+    :param worker_options: Passed to ``temporalio.worker.Worker`` (override the tuned defaults,
+        e.g. ``max_cached_workflows``, by default :func:`max_cached_workflows`).
+    :raises ValueError: On duplicate tool names or a non-``Tool`` in ``tools``, or a malformed
+        ``AGENT_MAX_CACHED_WORKFLOWS``.
     """
     activities: list[Any] = [ToolActivities(tools).invoke_tool, *(extra_activities or [])]
     if model_activities is not None:
@@ -67,6 +98,8 @@ def create_worker(
         "graceful_shutdown_timeout": timedelta(seconds=5),
         "max_concurrent_activities": 64,
     }
+    if "max_cached_workflows" not in worker_options:
+        options["max_cached_workflows"] = max_cached_workflows()
     options.update(worker_options)
     return Worker(
         client,

@@ -9,7 +9,7 @@ Token counters measure the conversation (``TiktokenCounter`` is Haystack's name 
 """
 
 from hooks.compaction.chat_generator import ChatGeneratorSpec
-from hooks.compaction.encodings import load_encoding
+from hooks.compaction.encodings import load_encoding, preload_names
 from hooks.compaction.hooks import CompactionHook, estimate_context_tokens
 from hooks.compaction.protocol import Compactor
 from hooks.compaction.sliding_window import SlidingWindowCompactor
@@ -25,13 +25,14 @@ from hooks.compaction.tool_result_pruning import ToolResultPruningCompactor
 from hooks.family import HookFamily
 
 
-def _preload_default_encoding() -> None:
-    # Token counting runs inside workflow tasks; loading o200k_base there would take about a
-    # second of the task's deadline, so each worker process loads it (from local files) first.
-    load_encoding("o200k_base")
+def _preload_configured_encodings() -> None:
+    # Only what AGENT_PRELOAD_ENCODINGS names: o200k_base alone is ~76 MB of every worker's RSS,
+    # and most agents never count tokens; a run that does loads its encoding on first use.
+    for name in preload_names():
+        load_encoding(name)
 
 
-FAMILY = HookFamily(name="compaction", warm_up=_preload_default_encoding)
+FAMILY = HookFamily(name="compaction", warm_up=_preload_configured_encodings)
 
 __all__ = [
     "ApproximateTokenCounter",

@@ -101,9 +101,9 @@ class TiktokenTokenCounter:
         """Load the encoding into the process cache if it is not there yet.
 
         ``CompactionHook.warm_up`` calls it when a run starts, so a run's first count never pays for
-        the load. The compaction family's worker warm-up preloads ``o200k_base`` (the default)
-        before the worker polls; ``cl100k_base`` is loaded here, once per process, in the first
-        workflow task of a run that uses it (about a second).
+        the load. The encoding is loaded here, once per process, in the first workflow task of a
+        run that uses it (0.7-1.7 s), unless the worker preloaded it before polling
+        (``AGENT_PRELOAD_ENCODINGS``, see :mod:`hooks.compaction.encodings`).
         """
         load_encoding(self.encoding)
 
