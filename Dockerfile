@@ -23,7 +23,11 @@ COPY workflows/ workflows/
 COPY runtime/ runtime/
 COPY agent/ agent/
 COPY worker.py ./
+# compileall: the worker imports these sources from /app, and the workflow sandbox imports the
+# run loop's module afresh for every run; with PYTHONDONTWRITEBYTECODE and no .pyc each run would
+# compile it again (about 8 ms of worker CPU a run on 2 shared cores; reading the .pyc: 0.1 ms).
 RUN pip install --no-deps . \
+    && python -m compileall -q core activities hooks workflows runtime agent worker.py \
     && useradd --create-home --uid 10001 agent
 
 USER agent

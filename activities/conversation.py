@@ -25,6 +25,11 @@ from core.s3 import payloads_bucket, s3_client
 DEFAULT_PREFIX = "conversations"
 #: Set to "off" to keep sending whole conversations (e.g. to measure the difference).
 DISABLE_ENV = "AGENT_CONVERSATION_STORE"
+#: Flattened conversations kept in memory, by head (one per recently active run; each entry is a
+#: list of references to messages the segment cache already holds). A run whose head left it is
+#: rebuilt from the segments on its next step, so keep it above the runs stepping at once
+#: (the model activity's wire cache keeps as many).
+FLAT_CACHE_SIZE = 256
 
 
 class ConversationSegment(BaseModel):
@@ -88,6 +93,20 @@ class ConversationStore:
         self._remember(digest, segment, len(data))
         return digest
 
+    def cached(self, head: str) -> list[ChatMessage] | None:
+        """The whole conversation ending at ``head`` if this process holds it flattened, else None.
+
+        Memory only (no S3 call), so the model activity can ask on the event loop and go to a
+        thread (:meth:`load`) only on a miss: under load the default thread pool is busy with
+        segment writes, and a hop there for a cache hit waits behind them.
+        """
+        with self._lock:
+            messages = self._flat.get(head)
+            if messages is None:
+                return None
+            self._flat.move_to_end(head)
+            return list(messages)
+
     def load(self, head: str) -> list[ChatMessage]:
         """The whole conversation ending at ``head``.
 
@@ -146,5 +165,5 @@ class ConversationStore:
     def _remember_flat(self, head: str, messages: list[ChatMessage]) -> None:
         with self._lock:
             self._flat[head] = messages
-            while len(self._flat) > 64:
+            while len(self._flat) > FLAT_CACHE_SIZE:
                 self._flat.popitem(last=False)

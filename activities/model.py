@@ -234,8 +234,13 @@ class ModelActivities:
             raise _classify(exc) from exc
         output = from_openai_response(_parse_completion(raw))
         if self.conversations is not None and request.purpose == "agent":
-            output.conversation_head = await asyncio.to_thread(
-                self.conversations.extend, request.conversation_head, history, [*request.messages, output.message]
+            # Heartbeats go on while the segment is written: under load the write waits for a
+            # thread and for S3, and a silent wait past HEARTBEAT_TIMEOUT would retry the whole
+            # activity (a second model call).
+            output.conversation_head = await with_heartbeats(
+                asyncio.to_thread(
+                    self.conversations.extend, request.conversation_head, history, [*request.messages, output.message]
+                )
             )
             self._remember_wire(output.conversation_head, wire + to_openai_messages([output.message]))
         return output
@@ -265,7 +270,10 @@ class ModelActivities:
                 type=NON_RETRYABLE_MODEL_ERROR,
                 non_retryable=True,
             )
-        return await asyncio.to_thread(self.conversations.load, head)
+        cached = self.conversations.cached(head)
+        if cached is not None:  # the usual case: this worker stored it (no thread hop)
+            return cached
+        return await with_heartbeats(asyncio.to_thread(self.conversations.load, head))
 
 
 def _parse_completion(raw: Any) -> Any:
