@@ -203,6 +203,8 @@ class Disruption:
     back_at: float | None = None
     progress_at: float | None = None
     note: str = ""
+    #: It struck after every run had finished (a late random moment): nothing was left to progress.
+    after_the_runs: bool = False
 
     @property
     def to_progress(self) -> float | None:
@@ -212,6 +214,8 @@ class Disruption:
     def describe(self) -> str:
         back = f", back after {self.back_at - self.down_at:.1f} s" if self.back_at is not None else ""
         progress = f"{self.to_progress:.2f} s" if self.to_progress is not None else "never"
+        if self.after_the_runs:
+            progress = "none needed (every run had finished before it struck)"
         return f"t={self.down_at:6.2f}s {self.kind:<6} {self.trigger}{back}; next progress after {progress}{self.note}"
 
 
@@ -581,6 +585,8 @@ class _Drill:
         last = self.report.disruptions[-1] if self.report.disruptions else None
         if last is not None and last.progress_at is None:
             last.progress_at = self.progress_after(last.back_at or last.down_at)
+            if last.progress_at is None and len(self.completion_times) == len(self.plans):
+                last.after_the_runs = max(self.completion_times) <= last.down_at
         await self.check(handles)
 
     async def diagnose_unfinished(self, handles: list[AgentRunHandle]) -> None:

@@ -44,6 +44,7 @@ async def test_chaos_drill(tmp_path):
     assert report.failures == [], f"seed {seed} (logs and ledgers in {tmp_path}):\n{report.format()}"
     assert report.completed_runs == config.runs
     assert (report.count("worker"), report.count("server"), report.count("s3")) == (4, 1, 1)
-    assert all(d.to_progress is not None for d in report.disruptions), report.format()
+    # every disruption was followed by progress, except one that struck after every run had finished
+    assert all(d.to_progress is not None or d.after_the_runs for d in report.disruptions), report.format()
     assert report.calls_completed_twice == 0 and report.calls_run_after_completion == 0
     assert report.start_lines >= report.planned_calls == config.runs * config.steps * config.calls_per_step
