@@ -30,7 +30,7 @@ from agent.client import connect
 from bench.common import bench_stack
 from bench.workloads import BENCH_TOOLS, big_text
 from hooks.tool_result_offloading import OffloadOverChars, S3ToolResultStore, ToolResultOffloadHook
-from runtime.plugin import workflow_runner
+from runtime.sandbox import workflow_runner
 from worker import create_worker
 from workflows.agent_workflow import AgentWorkflow
 

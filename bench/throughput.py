@@ -60,23 +60,15 @@ def script(steps: int, result_bytes: int) -> list[dict]:
 
 
 @contextlib.contextmanager
-def worker_process(queue: str, log_dir: Path, bytecode_cache: bool = True) -> Iterator[ChildProcess]:
+def worker_process(queue: str, log_dir: Path) -> Iterator[ChildProcess]:
     """A worker (bench tools + ``FloorWorkflow``) polling ``queue`` in its own process; stopped after.
 
-    :param log_dir: Where its log (and, with ``bytecode_cache``, its ``.pyc`` files) go.
-    :param bytecode_cache: Give the worker a bytecode cache (``PYTHONPYCACHEPREFIX`` under
-        ``log_dir``), as an installed worker has: the sandbox imports each run's workflow module
-        afresh, and without ``.pyc`` files (``PYTHONDONTWRITEBYTECODE`` and a source checkout)
-        every run compiles it again. False: the environment as it is.
+    :param log_dir: Where its log goes.
     :raises agent.dev.processes.DevServerError: If it does not print ``worker ready`` within a minute.
     """
     worker = ChildProcess("bench-worker", log_dir / "worker.log")
     command = [sys.executable, "-m", "bench.throughput", "--serve", queue]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    if bytecode_cache:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(log_dir / "pycache")
-    worker.launch(command, env, cwd=ROOT)
+    worker.launch(command, {**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=ROOT)
     try:
         worker.wait_for_line("worker ready")
         yield worker
@@ -135,7 +127,7 @@ async def main(args) -> dict[str, dict[str, float]]:
     queue = f"bench-throughput-{uuid.uuid4().hex[:6]}"
     with bench_stack() as (stack, scripted), tempfile.TemporaryDirectory() as tmp:
         client = await connect(stack.temporal.address)
-        with worker_process(queue, Path(tmp), bytecode_cache=not args.no_bytecode_cache) as worker:
+        with worker_process(queue, Path(tmp)) as worker:
             pid, server_pid = worker.pid, stack.temporal.pid
             assert pid is not None and server_pid is not None
             # Warm both paths (imports, sandboxes, connections) before measuring.
@@ -180,7 +172,6 @@ async def main(args) -> dict[str, dict[str, float]]:
         for f, a in zip(results["floor"], results["agent"], strict=True)
     )
     print(f"per round (runs/s ratio / CPU ratio): {per_round}")
-    print(f"worker bytecode cache: {'off (as the environment says)' if args.no_bytecode_cache else 'on'}")
     print(f"load average: {Path('/proc/loadavg').read_text().strip()}")
     print("targets: runs/s ratio >= 0.95, worker CPU ratio <= 1.30")
     if args.profile:
@@ -202,11 +193,6 @@ if __name__ == "__main__":
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--result-bytes", type=int, default=2048)
-    parser.add_argument(
-        "--no-bytecode-cache",
-        action="store_true",
-        help="run the worker without a .pyc cache if the environment says so",
-    )
     parser.add_argument(
         "--profile",
         type=Path,

@@ -26,7 +26,6 @@ from temporalio.client import Client, ClientConfig
 from temporalio.plugin import SimplePlugin
 from temporalio.service import ConnectConfig, ServiceClient
 from temporalio.worker import ReplayerConfig, Worker, WorkerConfig
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.model import ModelActivities
 from activities.tools import ToolActivities
@@ -37,33 +36,9 @@ from core.settings import Settings
 from core.tools import Tool
 from core.wire import CHAT_COMPLETION_ACTIVITY
 from hooks.family import check_families, family_activities, warm_up_families
+from runtime.sandbox import workflow_runner
 from runtime.tracing import has_tracing_interceptor, prometheus_bind_address, prometheus_runtime, tracing_interceptor
 from workflows.agent_workflow import AgentWorkflow
-
-#: Deterministic modules shared by all workflows instead of re-imported into each sandbox:
-#: faster, and module-level caches (tiktoken's encodings, boto3 clients) live once per process.
-#: The run's own code (``workflows``) is still imported into each sandbox and checked there.
-PASSTHROUGH_MODULES = (
-    "agent",  # user hook modules import the public names from it
-    "core",
-    "activities",
-    "hooks",
-    "tiktoken",
-    "pydantic",
-    "httpx",
-    "openai",
-    "boto3",
-    "botocore",
-    "jsonschema",
-    "opentelemetry",  # the run loop's spans use the process's tracer provider (hooks/tracing.py)
-)
-
-
-def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox runner with this project's pass-through modules."""
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
-    )
 
 
 def _activity_name(activity: Callable[..., Any]) -> str | None:
