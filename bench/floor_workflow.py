@@ -1,5 +1,6 @@
-"""The bare floor: the same model and tool activities in a loop, with no agent logic
-(no State, no hooks, no spec parsing). What a hand-written Temporal loop would cost."""
+"""The bare floors: the same model and tool activities in a loop (``FloorWorkflow``), or around
+one approval (``ParkedFloorWorkflow``), with no agent logic (no State, no hooks, no spec
+parsing). What a hand-written Temporal loop would cost."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.tools import ToolInvocationInput, call_tool
     from core.messages import ChatMessage
     from core.tools import ToolSpec
+    from core.wire import WAITING_FOR_APPROVAL
 
 
 @workflow.defn(name="FloorWorkflow")
@@ -29,3 +31,42 @@ class FloorWorkflow:
                     ToolInvocationInput(run_id=workflow.info().workflow_id, tool_call=call, call_key=call.id or "")
                 )
                 messages.append(ChatMessage.from_tool(out.result, origin=call, error=out.error))
+
+
+@workflow.defn(name="ParkedFloorWorkflow")
+class ParkedFloorWorkflow:
+    """The bare floor of an approval: one model call, then wait for an ``approve`` Update naming
+    each tool call, run the calls, one more model call. It marks itself waiting with the same
+    search attribute as ours (what a hand-written inbox would list) and nothing else: no State,
+    no hooks, no memo, no spec."""
+
+    def __init__(self) -> None:
+        self._pending: set[str] = set()
+        self._approved: set[str] = set()
+
+    @workflow.run
+    async def run(self, model: str, tools: list[ToolSpec], prompt: str) -> int:
+        messages = [ChatMessage.from_user(prompt)]
+        reply = (await call_model(ModelCallInput(model=model, messages=messages, tools=tools))).message
+        messages.append(reply)
+        calls = reply.tool_calls
+        self._pending = {call.id or "" for call in calls}
+        workflow.upsert_search_attributes([WAITING_FOR_APPROVAL.value_set(True)])
+        await workflow.wait_condition(lambda: self._pending <= self._approved)
+        workflow.upsert_search_attributes([WAITING_FOR_APPROVAL.value_set(False)])
+        for call in calls:
+            out = await call_tool(
+                ToolInvocationInput(run_id=workflow.info().workflow_id, tool_call=call, call_key=call.id or "")
+            )
+            messages.append(ChatMessage.from_tool(out.result, origin=call, error=out.error))
+        await call_model(ModelCallInput(model=model, messages=messages, tools=tools))
+        return 2
+
+    @workflow.update
+    async def approve(self, call_id: str) -> None:
+        self._approved.add(call_id)
+
+    @approve.validator
+    def _check_approve(self, call_id: str) -> None:
+        if call_id not in self._pending or call_id in self._approved:
+            raise ValueError(f"no pending tool call {call_id!r}")

@@ -19,14 +19,16 @@ history timestamps (median over the sample), and worker and server CPU per parke
 
 Approval latency: ``AgentRunHandle.confirm`` sent -> the tool starting in the worker process (its
 wall-clock stamp; same machine), one run at a time, ``--approve`` runs spread over the parked
-ones while the others stay parked. Whether a run was still cached is read from its history: the
-workflow task that took the Update went to the worker's sticky queue (cached) or to the shared
-queue (evicted, so the worker rebuilt the run by replaying its history). Drain: confirm all the
+ones while the others stay parked. Whether the worker still cached a run is read from its own
+``temporal_sticky_cache_miss`` counter (Prometheus), before and after each approval: the server
+sends the Update's task to the worker's sticky queue either way, and a worker that no longer
+caches the run fetches its history and replays it within that task. Drain: confirm all the
 rest (``CONCURRENCY`` Updates in flight) and wait for every run to finish.
 
 Default ``--runs``: 5,000, about the most that fits in 10 minutes on this machine (2 cores shared
-with other work: ~25 runs/s parked, ~19 runs/s drained; ``--runs 10000``, the issue's target,
-takes about 16 minutes).
+with other work: ~27 runs/s parked, ~22 runs/s drained; ``--runs 10000``, the issue's target,
+takes about 14 minutes). ``bench.evicted_approval`` puts the approval latency next to a bare
+workflow's.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType
 
 from bench.common import percentile
-from bench.parking import CONCURRENCY, ParkingLot, bounded, cpu_seconds, parking_lot, read_stamps
+from bench.parking import CONCURRENCY, ParkingLot, approval_task_ms, bounded, cpu_seconds, parking_lot, read_stamps
 from runtime.worker import DEFAULT_MAX_CACHED_WORKFLOWS, MAX_CACHED_WORKFLOWS_ENV
 
 #: Runs are parked in batches of this many, RSS read after each (the issue's "at 1k", then every 1k).
@@ -109,23 +111,6 @@ async def park_spans(lot: ParkingLot, run_ids: list[str]) -> dict[str, float]:
     return {f"{label} (n={len(values)})": statistics.median(values) for label, values in spans.items()}
 
 
-async def approval_task_ms(lot: ParkingLot, run_id: str) -> float | None:
-    """How long the workflow task that took the approval ran (history timestamps): a run the worker
-    no longer caches is rebuilt by replaying its history inside that task."""
-    history = await lot.client.get_workflow_handle(run_id).fetch_history()
-    started: dict[int, float] = {}
-    last_task: float | None = None
-    for event in history.events:
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-            started[event.event_id] = _ms(event)
-        elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-            attrs = event.workflow_task_completed_event_attributes
-            last_task = _ms(event) - started[attrs.started_event_id]
-        elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
-            return last_task
-    return None
-
-
 async def measure(runs: int, approve: int, cache: int | None, persisted: bool) -> None:
     approve = min(approve, runs)
     cache_size = DEFAULT_MAX_CACHED_WORKFLOWS if cache is None else cache
@@ -161,18 +146,19 @@ async def measure(runs: int, approve: int, cache: int | None, persisted: bool) -
         chosen = lot.run_ids[::step][:approve]
         sent: dict[str, float] = {}
         update_rtt: dict[str, float] = {}
+        evicted: list[str] = []
         for run_id in chosen:
             handle = lot.handle(run_id)
+            misses = lot.cache_misses()
             t_send = time.time()
             await handle.confirm(call_ids[run_id], approver="bench")
             update_rtt[run_id] = time.time() - t_send
             sent[run_id] = t_send
             await handle.result()
+            if lot.cache_misses() > misses:  # the Update's task found the run evicted
+                evicted.append(run_id)
         stamps = read_stamps(lot.stamps_file)
-        task_ms = {run_id: await approval_task_ms(lot, run_id) for run_id in chosen}
-        # LRU: the runs parked before the last `cache_size` ones were evicted (a parked run is
-        # touched by nothing until its approval, and finished runs leave the cache).
-        evicted_ids = set(lot.run_ids[: max(0, runs - cache_size)])
+        task_ms = {run_id: await approval_task_ms(lot.client, run_id) for run_id in chosen}
         rss[f"after {len(chosen)} approved ({runs - len(chosen):,} parked)"] = lot.worker_rss_mib()
 
         # drain: approve every other run
@@ -224,11 +210,10 @@ async def measure(runs: int, approve: int, cache: int | None, persisted: bool) -
             print(f"    per parked run at {label:<22} {(mib - base) * 1024 / int(parked):6.1f} KiB")
     if chosen:
         to_tool = {r: stamps[r] - sent[r] for r in chosen}
-        evicted = [r for r in chosen if r in evicted_ids]
-        in_cache = [r for r in chosen if r not in evicted_ids]
+        in_cache = [r for r in chosen if r not in evicted]
         print(
             f"  approval ({len(chosen)} runs spread over the parked ones, one at a time, the others parked; "
-            f"{len(evicted)} parked before the last {cache_size:,} so evicted, {len(in_cache)} cached):"
+            f"{len(evicted)} evicted, {len(in_cache)} cached, by the worker's cache-miss counter):"
         )
         print(_ms_line("Update round trip (confirm), all", list(update_rtt.values())))
         print(_ms_line("Update sent -> tool started, all", list(to_tool.values())))

@@ -12,30 +12,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from temporalio import activity
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from agent import Agent, ChatMessage, tool
 from agent.client import AgentRunHandle, connect, get_run
-from agent.dev.processes import ChildProcess, start_worker
+from agent.dev.processes import ROOT, ChildProcess, start_worker
 from agent.dev.scripted_model import ScriptedModelServer
-from agent.dev.stack import TemporalDevServer
+from agent.dev.stack import LOOPBACK, TemporalDevServer, free_port
 from bench.common import bench_stack
 from core.wire import WAITING_RUNS_QUERY
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
 from hooks.human_in_the_loop.client import list_waiting_runs
+from runtime.tracing import PROMETHEUS_ENV
 
 #: Where the worker's ``stamp`` tool writes "<workflow id> <time.time()>" lines.
 STAMPS_ENV = "PARKING_STAMPS_FILE"
 #: The scripted model's name for these benches.
 MODEL = "bench-parking"
+#: temporalio's Prometheus counter of workflow tasks for runs the worker no longer cached.
+CACHE_MISS_METRIC = "temporal_sticky_cache_miss"
 #: Client calls in flight at once (starts, Updates).
 CONCURRENCY = 32
 
@@ -73,6 +79,36 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds ``pid`` has used (``/proc/<pid>/stat``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def approval_task_ms(client: Client, run_id: str) -> float | None:
+    """How long the workflow task that took ``run_id``'s first accepted Update ran (history
+    timestamps), or None (no Update accepted). For a run the worker had evicted, that task includes
+    fetching the history and replaying it."""
+    history = await client.get_workflow_handle(run_id).fetch_history()
+    started: dict[int, float] = {}
+    last: float | None = None
+    for event in history.events:
+        kind = event.event_type
+        if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            started[event.event_id] = event.event_time.ToMilliseconds()
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            t0 = started[event.workflow_task_completed_event_attributes.started_event_id]
+            last = event.event_time.ToMilliseconds() - t0
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+            return last
+    return None
+
+
+def cache_misses(metrics_url: str) -> int:
+    """A worker's ``temporal_sticky_cache_miss`` counter (its Prometheus endpoint): workflow tasks
+    for runs it had evicted. The server sends a parked run's next task to the worker's sticky queue
+    whether or not the worker still caches the run, so history cannot tell; this counter can."""
+    with urllib.request.urlopen(metrics_url, timeout=10) as response:
+        text = response.read().decode()
+    return sum(
+        int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines() if line.startswith(CACHE_MISS_METRIC + "{")
+    )
 
 
 def rss_mib(pid: int) -> float:
@@ -124,6 +160,7 @@ class ParkingLot:
     task_queue: str
     stamps_file: Path
     prefix: str
+    metrics_url: str
     agent: Agent = field(default_factory=parking_agent)
     run_ids: list[str] = field(default_factory=list)
 
@@ -131,6 +168,10 @@ class ParkingLot:
     def worker_pid(self) -> int:
         assert self.worker.pid is not None, "the worker is not running"
         return self.worker.pid
+
+    def cache_misses(self) -> int:
+        """The worker's workflow-cache misses so far (see :func:`cache_misses`)."""
+        return cache_misses(self.metrics_url)
 
     def worker_rss_mib(self) -> float:
         return rss_mib(self.worker_pid)
@@ -198,7 +239,11 @@ def _server_and_model(persisted: bool) -> Iterator[tuple[TemporalDevServer, Scri
 
 @contextlib.asynccontextmanager
 async def parking_lot(
-    runs: int, worker_log: Path | None = None, worker_env: dict[str, str] | None = None, persisted: bool = True
+    runs: int,
+    worker_log: Path | None = None,
+    worker_env: dict[str, str] | None = None,
+    persisted: bool = True,
+    worker_module: str | None = None,
 ) -> AsyncIterator[ParkingLot]:
     """A Temporal dev server, the scripted model scripted for ``runs`` parked runs, and a worker
     (``python worker.py --tools bench.parking.PARKING_TOOLS``) in its own process; all stopped after.
@@ -207,28 +252,47 @@ async def parking_lot(
     :param persisted: ``bench_stack`` (Temporal on a SQLite file, moto S3 for payloads) when True;
         an in-memory dev server and no S3 when False (less server CPU per run, so more runs park
         in the time budget; the worker does the same work).
+    :param worker_module: Run the worker as ``python -m MODULE --serve QUEUE`` instead (a bench
+        that registers more workflows); it must print ``worker ready`` once it polls.
     """
     with _server_and_model(persisted) as (server, scripted), tempfile.TemporaryDirectory() as tmp:
         scripted.script(MODEL, parking_script(runs))
         stamps_file = Path(tmp) / "stamps.txt"
         queue = f"parking-{uuid.uuid4().hex[:6]}"
-        worker = start_worker(
-            worker_log or Path(tmp) / "worker.log",
-            tools="bench.parking.PARKING_TOOLS",
-            task_queue=queue,
-            # explicit, whatever os.environ holds: this server, the scripted model
-            env={
-                STAMPS_ENV: str(stamps_file),
-                "TEMPORAL_ADDRESS": server.address,
-                "TEMPORAL_NAMESPACE": server.namespace,
-                "OPENAI_BASE_URL": scripted.base_url,
-                "OPENAI_API_KEY": "scripted-model",
-                **(worker_env or {}),
-            },
-        )
+        metrics_bind = f"{LOOPBACK}:{free_port()}"
+        # explicit, whatever os.environ holds: this server, the scripted model, the SDK's metrics
+        env = {
+            PROMETHEUS_ENV: metrics_bind,
+            STAMPS_ENV: str(stamps_file),
+            "TEMPORAL_ADDRESS": server.address,
+            "TEMPORAL_NAMESPACE": server.namespace,
+            "OPENAI_BASE_URL": scripted.base_url,
+            "OPENAI_API_KEY": "scripted-model",
+            **(worker_env or {}),
+        }
+        log = worker_log or Path(tmp) / "worker.log"
+        if worker_module is None:
+            worker = start_worker(log, tools="bench.parking.PARKING_TOOLS", task_queue=queue, env=env)
+        else:
+            worker = ChildProcess("bench-worker", log)
+            worker.launch([sys.executable, "-m", worker_module, "--serve", queue], {**os.environ, **env}, cwd=ROOT)
+            try:
+                worker.wait_for_line("worker ready")
+            except BaseException:
+                worker.stop()
+                raise
         try:
             client = await connect(server.address, server.namespace)
-            yield ParkingLot(server, scripted, worker, client, queue, stamps_file, prefix=f"park-{queue}")
+            yield ParkingLot(
+                server,
+                scripted,
+                worker,
+                client,
+                queue,
+                stamps_file,
+                prefix=f"park-{queue}",
+                metrics_url=f"http://{metrics_bind}/metrics",
+            )
         except BaseException:
             print(worker.log_tail(20))
             raise
