@@ -119,6 +119,9 @@ class WaitingRuns:
     truncated: bool = False
 
 
+#: Runs without the pending memo (started before it existed) queried at once while a page is decoded.
+OLD_RUN_QUERIES_AT_ONCE = 16
+
 #: The most runs the server returns in one visibility page (the frontend's
 #: ``visibilityMaxPageSize`` default); larger pages were measured no faster on the dev server.
 MAX_PAGE_SIZE = 1000
@@ -216,13 +219,18 @@ async def _decode_page(client: Client, executions: Sequence[WorkflowExecutionInf
         [e.memo.fields[PENDING_MEMO_KEY] for e in with_memo], [list[PendingSummary]] * len(with_memo)
     )
     by_run = {id(e): summaries or [] for e, summaries in zip(with_memo, decoded, strict=True)}
-    runs = []
-    for execution in executions:
-        pending = by_run.get(id(execution))
-        if pending is None:
-            pending = await _query_old_run(client, execution.execution.workflow_id, execution.execution.run_id)
-        runs.append(WaitingRun(execution.execution.workflow_id, pending))
-    return runs
+    without_memo = [e for e in executions if id(e) not in by_run]
+    if without_memo:
+        # asked at once (bounded): a run whose worker is down answers only when the query times out
+        semaphore = asyncio.Semaphore(OLD_RUN_QUERIES_AT_ONCE)
+
+        async def ask(execution: WorkflowExecutionInfo) -> list[PendingSummary]:
+            async with semaphore:
+                return await _query_old_run(client, execution.execution.workflow_id, execution.execution.run_id)
+
+        answers = await asyncio.gather(*(ask(e) for e in without_memo))
+        by_run.update({id(e): pending for e, pending in zip(without_memo, answers, strict=True)})
+    return [WaitingRun(e.execution.workflow_id, by_run[id(e)]) for e in executions]
 
 
 async def _query_old_run(client: Client, workflow_id: str, run_id: str) -> list[PendingSummary]:
