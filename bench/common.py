@@ -1,18 +1,25 @@
-"""Shared bench helpers: a stack on free ports with the scripted model, and history spans."""
+"""Shared bench helpers: a stack on free ports with the scripted model, a bench's own worker in
+its own process, and history spans."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import statistics
+import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from temporalio.api.enums.v1 import EventType
 
+from agent.client import connect
+from agent.dev.processes import ROOT, ChildProcess
 from agent.dev.scripted_model import ScriptedModelServer
 from agent.dev.stack import DevStack
+from core.tools import Tool
+from worker import create_worker
 
 
 @contextlib.contextmanager
@@ -27,6 +34,33 @@ def bench_stack() -> Iterator[tuple[DevStack, ScriptedModelServer]]:
         finally:
             scripted.stop()
             DevStack.restore_env(previous)
+
+
+def start_bench_worker(module: str, queue: str, log_file: Path, env: dict[str, str] | None = None) -> ChildProcess:
+    """``python -m MODULE --serve QUEUE`` in its own process (a bench's worker with its own tools and
+    workflows, see :func:`serve_worker`), returned once it prints ``worker ready``.
+
+    :param env: More environment for it (over this process's).
+    :raises agent.dev.processes.DevServerError: If it does not print ``worker ready`` within a minute.
+    """
+    worker = ChildProcess("bench-worker", log_file)
+    command = [sys.executable, "-m", module, "--serve", queue]
+    worker.launch(command, {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}, cwd=ROOT)
+    try:
+        worker.wait_for_line("worker ready")
+    except BaseException:
+        worker.stop()
+        raise
+    return worker
+
+
+async def serve_worker(queue: str, tools: Sequence[Tool], extra_workflows: Sequence[type]) -> None:
+    """The body of a bench's ``--serve QUEUE``: a worker with ``tools`` and ``extra_workflows``
+    beside the agent's own, announced with ``worker ready``, until the process is stopped."""
+    client = await connect()
+    async with create_worker(client, tools=list(tools), task_queue=queue, extra_workflows=list(extra_workflows)):
+        print(f"worker ready {os.getpid()}", flush=True)
+        await asyncio.Event().wait()
 
 
 def _ms(event) -> float:

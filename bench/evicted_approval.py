@@ -28,14 +28,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agent import ChatMessage
-from agent.client import connect
-from bench.common import percentile
+from bench.common import percentile, serve_worker
 from bench.floor_workflow import ParkedFloorWorkflow
 from bench.parking import PARKING_TOOLS, ParkingLot, approval_task_ms, bounded, parking_lot, read_stamps, stamp
 from core.wire import PENDING_MEMO_KEY
 from hooks.human_in_the_loop.dataclasses import PendingSummary
 from runtime.worker import MAX_CACHED_WORKFLOWS_ENV
-from worker import create_worker
 
 #: The floor's model name: its replies carry a fixed call id, so the bench knows what to approve.
 FLOOR_MODEL = "bench-parking-floor"
@@ -44,8 +42,11 @@ FLOOR_CALL_ID = "call_park"
 
 @dataclass(frozen=True)
 class Approval:
-    sent: float  # wall clock, when the Update was sent
-    evicted: bool  # the worker missed the run in its cache and replayed it
+    """One approval: when its Update was sent (wall clock) and whether the worker had evicted the
+    run (it missed the run in its cache and replayed the history)."""
+
+    sent: float
+    evicted: bool
 
 
 def floor_script(runs: int) -> list[dict]:
@@ -128,13 +129,13 @@ async def measure(runs: int, cache: int, approvals: int) -> None:
             for pair in zip(ours[group], floor[group], strict=True)
             for kind, run_id in zip(("ours", "floor"), pair, strict=True)
         ]
-        approvals = {run_id: await approve(lot, kind, run_id) for kind, run_id in order}
+        done = {run_id: await approve(lot, kind, run_id) for kind, run_id in order}
         stamps = read_stamps(lot.stamps_file)
         tasks = {run_id: await approval_task_ms(lot.client, run_id) for _, run_id in order}
     latency: dict[tuple[str, bool], list[float]] = {}
     task_ms: dict[tuple[str, bool], list[float]] = {}
     for kind, run_id in order:
-        task_ran_ms, approval = tasks[run_id], approvals[run_id]
+        task_ran_ms, approval = tasks[run_id], done[run_id]
         if task_ran_ms is None or run_id not in stamps:
             raise RuntimeError(f"{run_id}: no accepted Update or no tool start on record")
         latency.setdefault((kind, approval.evicted), []).append((stamps[run_id] - approval.sent) * 1000)
@@ -161,10 +162,7 @@ async def measure(runs: int, cache: int, approvals: int) -> None:
 
 async def serve(queue: str) -> None:
     """The worker process: the parking tools, ``AgentWorkflow`` and ``ParkedFloorWorkflow``, until SIGTERM."""
-    client = await connect()
-    async with create_worker(client, tools=PARKING_TOOLS, task_queue=queue, extra_workflows=[ParkedFloorWorkflow]):
-        print(f"worker ready {os.getpid()}", flush=True)
-        await asyncio.Event().wait()
+    await serve_worker(queue, PARKING_TOOLS, [ParkedFloorWorkflow])
 
 
 def main() -> None:

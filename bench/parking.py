@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import sys
 import tempfile
 import time
 import urllib.request
@@ -27,10 +26,10 @@ from temporalio.client import Client
 
 from agent import Agent, ChatMessage, tool
 from agent.client import AgentRunHandle, connect, get_run
-from agent.dev.processes import ROOT, ChildProcess, start_worker
+from agent.dev.processes import ChildProcess, start_worker
 from agent.dev.scripted_model import ScriptedModelServer
 from agent.dev.stack import LOOPBACK, TemporalDevServer, free_port
-from bench.common import bench_stack
+from bench.common import bench_stack, start_bench_worker
 from core.wire import WAITING_RUNS_QUERY
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
 from hooks.human_in_the_loop.client import list_waiting_runs
@@ -274,13 +273,7 @@ async def parking_lot(
         if worker_module is None:
             worker = start_worker(log, tools="bench.parking.PARKING_TOOLS", task_queue=queue, env=env)
         else:
-            worker = ChildProcess("bench-worker", log)
-            worker.launch([sys.executable, "-m", worker_module, "--serve", queue], {**os.environ, **env}, cwd=ROOT)
-            try:
-                worker.wait_for_line("worker ready")
-            except BaseException:
-                worker.stop()
-                raise
+            worker = start_bench_worker(worker_module, queue, log, env)
         try:
             client = await connect(server.address, server.namespace)
             yield ParkingLot(

@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import os
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -34,13 +33,12 @@ from pathlib import Path
 
 from agent import Agent, ChatMessage
 from agent.client import connect
-from agent.dev.processes import ROOT, ChildProcess
-from bench.common import bench_stack
+from agent.dev.processes import ChildProcess
+from bench.common import bench_stack, serve_worker, start_bench_worker
 from bench.floor_workflow import FloorWorkflow
 from bench.noop_hooks import SIX_NOOP_HOOKS
 from bench.worker_profile import print_split, recording
 from bench.workloads import BENCH_TOOLS, big_text
-from worker import create_worker
 
 #: Clock ticks per second of /proc/<pid>/stat's utime and stime.
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -66,11 +64,8 @@ def worker_process(queue: str, log_dir: Path) -> Iterator[ChildProcess]:
     :param log_dir: Where its log goes.
     :raises agent.dev.processes.DevServerError: If it does not print ``worker ready`` within a minute.
     """
-    worker = ChildProcess("bench-worker", log_dir / "worker.log")
-    command = [sys.executable, "-m", "bench.throughput", "--serve", queue]
-    worker.launch(command, {**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=ROOT)
+    worker = start_bench_worker("bench.throughput", queue, log_dir / "worker.log")
     try:
-        worker.wait_for_line("worker ready")
         yield worker
     except BaseException:
         print(worker.log_tail(20))
@@ -181,10 +176,7 @@ async def main(args) -> dict[str, dict[str, float]]:
 
 async def serve(queue: str) -> None:
     """The worker process: the bench tools and ``FloorWorkflow`` beside the agent's own, until SIGTERM."""
-    client = await connect()
-    async with create_worker(client, tools=BENCH_TOOLS, task_queue=queue, extra_workflows=[FloorWorkflow]):
-        print(f"worker ready {os.getpid()}", flush=True)
-        await asyncio.Event().wait()
+    await serve_worker(queue, BENCH_TOOLS, [FloorWorkflow])
 
 
 if __name__ == "__main__":
