@@ -32,8 +32,9 @@ from agent.inbox.identity import IdentityConfig
 from agent.watch import health_lines, watch
 from core.messages import ChatMessage
 from core.settings import Settings
-from core.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL, WORKFLOW_TYPE
+from core.wire import WORKFLOW_TYPE
 from hooks.family import families
+from hooks.human_in_the_loop.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL
 from runtime.tracing import prometheus_bind_address
 from runtime.worker import create_worker
 

@@ -24,18 +24,13 @@ from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.model import ModelCallOutput
-from activities.tools import ToolInvocationInput, ToolInvocationOutput
+from activities.tool_invocation import ToolInvocationInput, ToolInvocationOutput
 from agent.client import AgentRunHandle
 from core.payloads import RunHealth, RunStatus
-from core.wire import (
-    CHAT_COMPLETION_ACTIVITY,
-    INVOKE_TOOL_ACTIVITY,
-    RUN_STATUS_QUERY,
-    SUBMIT_TOOL_DECISION_UPDATE,
-    TOOL_DECISION_SIGNAL,
-)
+from core.wire import CHAT_COMPLETION_ACTIVITY, INVOKE_TOOL_ACTIVITY, RUN_STATUS_QUERY
 from hooks.human_in_the_loop.client import ConfirmationError
 from hooks.human_in_the_loop.dataclasses import ToolDecision
+from hooks.human_in_the_loop.wire import SUBMIT_TOOL_DECISION_UPDATE, TOOL_DECISION_SIGNAL
 
 #: How often the watcher polls the run.
 POLL_SECONDS = 0.5

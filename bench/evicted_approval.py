@@ -31,8 +31,8 @@ from agent import ChatMessage
 from bench.common import percentile, serve_worker
 from bench.floor_workflow import ParkedFloorWorkflow
 from bench.parking import PARKING_TOOLS, ParkingLot, approval_task_ms, bounded, parking_lot, read_stamps, stamp
-from core.wire import PENDING_MEMO_KEY
 from hooks.human_in_the_loop.dataclasses import PendingSummary
+from hooks.human_in_the_loop.wire import PENDING_MEMO_KEY
 from runtime.worker import MAX_CACHED_WORKFLOWS_ENV
 
 #: The floor's model name: its replies carry a fixed call id, so the bench knows what to approve.

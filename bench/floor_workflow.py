@@ -8,10 +8,10 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.model import ModelCallInput, call_model
-    from activities.tools import ToolInvocationInput, call_tool
+    from activities.tool_invocation import ToolInvocationInput, call_tool
     from core.messages import ChatMessage
     from core.tools import ToolSpec
-    from core.wire import WAITING_FOR_APPROVAL
+    from hooks.human_in_the_loop.wire import WAITING_FOR_APPROVAL
 
 
 @workflow.defn(name="FloorWorkflow")

@@ -24,7 +24,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from activities.model import ModelActivities
-from activities.tools import ToolActivities
+from activities.tool_invocation import ToolActivities
 from agent import Agent, ChatMessage
 from agent.client import connect
 from bench.common import bench_stack

@@ -30,9 +30,9 @@ from agent.dev.processes import ChildProcess, start_worker
 from agent.dev.scripted_model import ScriptedModelServer
 from agent.dev.stack import LOOPBACK, TemporalDevServer, free_port
 from bench.common import bench_stack, start_bench_worker
-from core.wire import WAITING_RUNS_QUERY
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
 from hooks.human_in_the_loop.client import list_waiting_runs
+from hooks.human_in_the_loop.wire import WAITING_RUNS_QUERY
 from runtime.tracing import PROMETHEUS_ENV
 
 #: Where the worker's ``stamp`` tool writes "<workflow id> <time.time()>" lines.

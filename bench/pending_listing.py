@@ -45,9 +45,10 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from agent.client import connect
 from agent.dev.stack import TemporalDevServer
-from core.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL, WAITING_RUNS_QUERY, WORKFLOW_TYPE
+from core.wire import WORKFLOW_TYPE
 from hooks.human_in_the_loop.client import list_waiting_runs
 from hooks.human_in_the_loop.dataclasses import PendingSummary
+from hooks.human_in_the_loop.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL, WAITING_RUNS_QUERY
 
 #: Starts in flight while seeding.
 SEED_CONCURRENCY = 64

@@ -56,6 +56,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from temporalio import workflow
+from temporalio.workflow import ContinueAsNewError
+
 from core.spec import (
     AFTER_RUN,
     AFTER_TOOL,
@@ -69,7 +72,12 @@ from core.spec import (
 from core.state import State
 
 if TYPE_CHECKING:
-    from activities.tool_results import OffloadInstruction
+    from activities.tool_invocation import OffloadInstruction
+
+#: Errors that keep the workflow task retrying instead of failing the run (see "Errors" above):
+#: the code does not match the history (non-determinism, including sandbox violations) or broke
+#: workflow rules, or a continue-as-new is under way. Deploying fixed code lets the run go on.
+TASK_RETRYING_ERRORS = (workflow.NondeterminismError, workflow.ReadOnlyContextError, ContinueAsNewError)
 
 __all__ = [
     "AFTER_RUN",
@@ -88,6 +96,7 @@ __all__ = [
     "OffloadsInToolActivity",
     "ReadsToolResults",
     "ReportsPending",
+    "TASK_RETRYING_ERRORS",
     "WarmsUp",
     "WarmsUpAsync",
     "reads_tool_results",

@@ -28,7 +28,7 @@ from temporalio.service import ConnectConfig, ServiceClient
 from temporalio.worker import ReplayerConfig, Worker, WorkerConfig
 
 from activities.model import ModelActivities
-from activities.tools import ToolActivities
+from activities.tool_invocation import ToolActivities
 from core.checks import check_bucket
 from core.converter import agent_data_converter
 from core.s3 import payloads_bucket

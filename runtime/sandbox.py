@@ -38,7 +38,7 @@ PASSTHROUGH_MODULES = (
     "boto3",
     "botocore",
     "jsonschema",
-    "opentelemetry",  # the run loop's spans use the process's tracer provider (hooks/tracing.py)
+    "opentelemetry",  # the run loop's spans use the process's tracer provider (workflows/spans.py)
 )
 
 

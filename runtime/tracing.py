@@ -6,7 +6,7 @@ the standard OpenTelemetry environment asks for traces: ``OTEL_TRACES_EXPORTER``
 ``none``, and ``OTEL_SDK_DISABLED`` is not ``true``. Then the plugin adds temporalio's
 ``OpenTelemetryInterceptor`` (with its Temporal spans: ``StartWorkflow``, ``RunWorkflow``,
 ``StartActivity``, ``RunActivity``, ...) to the client, the worker and the replayer, and the run
-loop adds its own spans (``hooks/tracing.py``). The interceptor needs the global TracerProvider to
+loop adds its own spans (``workflows/spans.py``). The interceptor needs the global TracerProvider to
 be a replay-safe one (``temporalio.contrib.opentelemetry.create_tracer_provider``): if none is set,
 one is built from the environment (``OTEL_TRACES_EXPORTER=otlp`` and/or ``console``; the OTLP
 exporter reads its own ``OTEL_EXPORTER_OTLP_*`` settings, the resource ``OTEL_SERVICE_NAME`` and
@@ -96,7 +96,7 @@ def tracing_interceptor(explicit: bool | None = None, env: Mapping[str, str] | N
         )
     ensure_tracer_provider(env)
     # add_temporal_spans: the workflow, activity, signal, update and query spans. The run loop's
-    # spans (hooks/tracing.py) nest under the workflow's, and only exist when it does.
+    # spans (workflows/spans.py) nest under the workflow's, and only exist when it does.
     return OpenTelemetryInterceptor(add_temporal_spans=True)
 
 

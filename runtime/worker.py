@@ -20,7 +20,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.model import ModelActivities
-from activities.tools import ToolActivities
+from activities.tool_invocation import ToolActivities
 from core.serialization import import_object
 from core.settings import Settings
 from core.tools import Tool

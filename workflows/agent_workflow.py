@@ -13,12 +13,10 @@ from typing import Any
 from pydantic import TypeAdapter
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, FailureError, RetryState, TimeoutError
-from temporalio.workflow import ContinueAsNewError
 
 with workflow.unsafe.imports_passed_through():
     from activities.model import ModelCallInput, call_model
-    from activities.tool_results import OffloadInstruction
-    from activities.tools import ToolInvocationInput, call_tool
+    from activities.tool_invocation import OffloadInstruction, ToolInvocationInput, call_tool
     from core.messages import ChatMessage, ToolCall
     from core.payloads import AgentRunInput, AgentRunResult, RunSnapshot, RunStatus, add_usage
     from core.serialization import hook_import_path
@@ -28,17 +26,12 @@ with workflow.unsafe.imports_passed_through():
     from hooks import lifecycle
     from hooks.context import RunContext, set_current_run
     from hooks.family import family_workflow_handlers
-    from hooks.protocol import HasMemory, OffloadsInToolActivity
-    from hooks.tracing import hook_point_span, hook_span, model_call_span, run_span, tool_call_span
+    from hooks.protocol import TASK_RETRYING_ERRORS, HasMemory, OffloadsInToolActivity
+    from workflows.spans import hook_point_span, hook_span, model_call_span, run_span, tool_call_span
     from workflows.stored_conversation import StoredConversation
 
     # The hook families' Signal, Update and Query handlers, as base classes of the workflow.
     FAMILY_HANDLERS = family_workflow_handlers()
-
-#: Errors that keep the workflow task retrying instead of failing the run: the code does not
-#: match the history (non-determinism, including sandbox violations) or broke workflow rules.
-#: Deploying fixed code lets the run go on from where it was. See hooks/protocol.py "Errors".
-TASK_RETRYING_ERRORS = (workflow.NondeterminismError, workflow.ReadOnlyContextError, ContinueAsNewError)
 
 
 def hook_failure(hook: Any, point: str, step: int, err: Exception) -> ApplicationError:

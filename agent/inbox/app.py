@@ -35,7 +35,7 @@ from agent.inbox.identity import TOKEN_COOKIE, IdentityConfig
 from agent.inbox.present import pretty_json, relative, strategy_for, waiting_rows, when
 from agent.inbox.reads import HistoryReader, RunRead, is_not_found, shown
 from core.payloads import RunStatus
-from core.wire import PENDING_CONFIRMATIONS_QUERY, RUN_STATUS_QUERY
+from core.wire import RUN_STATUS_QUERY
 from hooks.human_in_the_loop.client import (
     ConfirmationError,
     DecisionRefusedError,
@@ -43,6 +43,7 @@ from hooks.human_in_the_loop.client import (
     list_waiting_runs,
 )
 from hooks.human_in_the_loop.dataclasses import PendingConfirmation, ToolDecision
+from hooks.human_in_the_loop.wire import PENDING_CONFIRMATIONS_QUERY
 from hooks.tool_result_offloading.reader import READ_LIMIT_CHARS, select_range
 from hooks.tool_result_offloading.stores import ToolResultStoreError, store_from_environment
 

@@ -25,14 +25,15 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.model import ModelCallInput, ModelCallOutput
-from activities.tool_results import OFFLOADED_META_KEY
-from activities.tools import ToolInvocationInput, ToolInvocationOutput
+from activities.tool_invocation import ToolInvocationInput, ToolInvocationOutput
 from core.messages import ChatMessage
 from core.payloads import AgentRunInput
+from core.tool_records import OFFLOADED_META_KEY
 from core.tools import ToolSpec
-from core.wire import CHAT_COMPLETION_ACTIVITY, INVOKE_TOOL_ACTIVITY, SUBMIT_TOOL_DECISION_UPDATE, TOOL_DECISION_SIGNAL
+from core.wire import CHAT_COMPLETION_ACTIVITY, INVOKE_TOOL_ACTIVITY
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, ToolDecision
 from hooks.human_in_the_loop.hooks import CONFIRMATION_KEY
+from hooks.human_in_the_loop.wire import SUBMIT_TOOL_DECISION_UPDATE, TOOL_DECISION_SIGNAL
 
 #: Characters of a tool result or message shown in a timeline line.
 PREVIEW_CHARS = 160

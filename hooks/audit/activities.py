@@ -18,8 +18,8 @@ from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
-from activities.tool_results import encode_key_segment
 from core.serialization import object_from_dict
+from core.tool_records import encode_key_segment
 from hooks.audit.dataclasses import AuditRecord
 
 #: Activity name (part of the wire contract between workflows and workers).

@@ -27,15 +27,13 @@ from typing import Any
 
 from temporalio import workflow
 
-from activities.tool_results import OFFLOADED_META_KEY
 from core.messages import ChatMessage, ToolCall, ToolCallResult
 from core.serialization import default_to_dict, object_from_dict
 from core.state import State
+from core.tool_records import CONFIRMATION_KEY, OFFLOADED_META_KEY, arguments_sha256
 from hooks.audit.activities import WriteAuditRecordsInput, write_records, write_records_to_store
 from hooks.audit.dataclasses import AuditRecord
 from hooks.context import current_run_or_none, run_logger
-from hooks.human_in_the_loop.dataclasses import arguments_sha256
-from hooks.human_in_the_loop.hooks import CONFIRMATION_KEY
 from hooks.protocol import AFTER_TOOL, BEFORE_TOOL
 
 #: Key of the audit family's object in ``RunContext.extensions``.

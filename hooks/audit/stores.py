@@ -18,9 +18,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from activities.tool_results import encode_key_segment
 from core.s3 import s3_client
 from core.serialization import default_from_dict, default_to_dict
+from core.tool_records import encode_key_segment
 
 #: Default key prefix in the S3 bucket.
 DEFAULT_S3_PREFIX = "audit"

@@ -8,7 +8,9 @@ approver is asked through) waits in the workflow for a decision sent by Signal
 (``tool_decision``) or validated Update (``submit_tool_decision``), for as long as it takes.
 """
 
+from core.tool_records import CONFIRMATION_KEY, arguments_sha256
 from hooks.family import HookFamily
+from hooks.human_in_the_loop.activities import notify_approval_request
 from hooks.human_in_the_loop.checks import check_waiting_search_attribute
 from hooks.human_in_the_loop.cli import add_approval_commands
 from hooks.human_in_the_loop.dataclasses import (
@@ -18,12 +20,10 @@ from hooks.human_in_the_loop.dataclasses import (
     PendingConfirmation,
     ToolDecision,
     ToolExecutionDecision,
-    arguments_sha256,
 )
 from hooks.human_in_the_loop.desk import ConfirmationDesk, DecisionError
 from hooks.human_in_the_loop.handlers import ConfirmationHandlers
-from hooks.human_in_the_loop.hooks import CONFIRMATION_KEY, ConfirmationHook
-from hooks.human_in_the_loop.notifications import notify_approval_request
+from hooks.human_in_the_loop.hooks import ConfirmationHook
 from hooks.human_in_the_loop.policies import AlwaysAskPolicy, AskOncePolicy, NeverAskPolicy
 from hooks.human_in_the_loop.protocol import ConfirmationPolicy, ConfirmationStrategy, ConfirmationUI
 from hooks.human_in_the_loop.strategies import BlockingConfirmationStrategy, DurableConfirmationStrategy

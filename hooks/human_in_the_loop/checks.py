@@ -7,7 +7,7 @@ import os
 from temporalio.client import Client
 
 from core.checks import check_search_attributes
-from core.wire import WAITING_FOR_APPROVAL
+from hooks.human_in_the_loop.wire import WAITING_FOR_APPROVAL
 
 #: Set to ``off`` on workers whose agents confirm without the search attribute
 #: (``DurableConfirmationStrategy(search_attribute=None)``); waiting runs are then found through

@@ -22,16 +22,16 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from core.wire import (
+from core.wire import RUNNING_RUNS_QUERY
+from hooks.human_in_the_loop.checks import SEARCH_ATTRIBUTE_ENV
+from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, PendingSummary, ToolDecision
+from hooks.human_in_the_loop.wire import (
     PENDING_CONFIRMATIONS_QUERY,
     PENDING_MEMO_KEY,
-    RUNNING_RUNS_QUERY,
     SUBMIT_TOOL_DECISION_UPDATE,
     TOOL_DECISION_SIGNAL,
     WAITING_RUNS_QUERY,
 )
-from hooks.human_in_the_loop.checks import SEARCH_ATTRIBUTE_ENV
-from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, PendingSummary, ToolDecision
 
 
 class ConfirmationError(RuntimeError):

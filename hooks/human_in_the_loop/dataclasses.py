@@ -8,7 +8,6 @@ the decision that comes in by Signal or Update, and the audit record kept for ea
 
 from __future__ import annotations
 
-import hashlib
 import json
 from datetime import datetime
 from typing import Any, ClassVar, Literal
@@ -17,23 +16,6 @@ from pydantic import BaseModel, ConfigDict
 
 #: The actions a person can take on a pending call.
 ACTIONS: tuple[str, ...] = ("confirm", "reject", "modify")
-
-
-def canonical_json(arguments: dict[str, Any] | None) -> str:
-    """The canonical JSON of ``arguments``: sorted keys, no spaces, non-ASCII kept as is.
-
-    Its UTF-8 encoding is what :func:`arguments_sha256` hashes and what the desk's size limit
-    on ``new_tool_params`` measures.
-    """
-    return json.dumps(arguments or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def arguments_sha256(arguments: dict[str, Any] | None) -> str:
-    """SHA-256 (hex) of the canonical JSON of ``arguments`` (sorted keys, no spaces).
-
-    A decision is bound to the arguments it approved through this hash.
-    """
-    return hashlib.sha256(canonical_json(arguments).encode("utf-8")).hexdigest()
 
 
 class _PositionalModel(BaseModel):

@@ -37,7 +37,7 @@ import jsonschema
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 
-from core.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL
+from core.tool_records import arguments_sha256, canonical_json
 from hooks.context import current_run
 from hooks.human_in_the_loop.dataclasses import (
     ACTIONS,
@@ -45,9 +45,8 @@ from hooks.human_in_the_loop.dataclasses import (
     PendingConfirmation,
     PendingSummary,
     ToolDecision,
-    arguments_sha256,
-    canonical_json,
 )
+from hooks.human_in_the_loop.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL
 
 #: Key of the desk in ``RunContext.extensions``.
 DESK_KEY = "confirmations"

@@ -17,10 +17,15 @@ from __future__ import annotations
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from core.wire import DECISION_REFUSED, PENDING_CONFIRMATIONS_QUERY, SUBMIT_TOOL_DECISION_UPDATE, TOOL_DECISION_SIGNAL
 from hooks.context import RunContext
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
 from hooks.human_in_the_loop.desk import DESK_KEY, ConfirmationDesk, DecisionError
+from hooks.human_in_the_loop.wire import (
+    DECISION_REFUSED,
+    PENDING_CONFIRMATIONS_QUERY,
+    SUBMIT_TOOL_DECISION_UPDATE,
+    TOOL_DECISION_SIGNAL,
+)
 
 
 class ConfirmationHandlers:

@@ -10,6 +10,7 @@ from temporalio import workflow
 from core.messages import ChatMessage, ToolCall
 from core.serialization import default_to_dict, object_from_dict, object_to_dict
 from core.state import State, replace_values
+from core.tool_records import CONFIRMATION_KEY
 from core.tools import ToolSpec
 from hooks._tool_keys import (
     WILDCARD,
@@ -29,10 +30,6 @@ from hooks.human_in_the_loop.strategies import (
     modification_feedback,
 )
 from hooks.protocol import HasMemory, NeedsSearchAttributes
-
-#: Where a confirmed or modified call keeps its audit record (``ToolCall.extra``), and where the
-#: tool message answering a rejected call keeps it (``ChatMessage.meta``).
-CONFIRMATION_KEY = "confirmation"
 
 
 class ConfirmationHook:

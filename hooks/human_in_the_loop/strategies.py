@@ -45,14 +45,14 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 from core.serialization import default_to_dict, object_from_dict, object_to_dict
-from core.wire import WAITING_FOR_APPROVAL
+from core.tool_records import arguments_sha256
 from hooks.context import current_run
+from hooks.human_in_the_loop.activities import notify_approval_request
 from hooks.human_in_the_loop.dataclasses import (
     ApprovalNotification,
     ConfirmationUIResult,
     PendingConfirmation,
     ToolExecutionDecision,
-    arguments_sha256,
 )
 from hooks.human_in_the_loop.desk import (
     MAX_FEEDBACK_CHARS,
@@ -61,8 +61,8 @@ from hooks.human_in_the_loop.desk import (
     DecisionLimits,
     approver_list,
 )
-from hooks.human_in_the_loop.notifications import notify_approval_request
 from hooks.human_in_the_loop.protocol import ConfirmationPolicy, ConfirmationUI
+from hooks.human_in_the_loop.wire import WAITING_FOR_APPROVAL
 
 REJECTION_FEEDBACK_TEMPLATE = "Tool execution for '{tool_name}' was rejected by the user."
 MODIFICATION_FEEDBACK_TEMPLATE = (

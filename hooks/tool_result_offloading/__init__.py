@@ -1,15 +1,17 @@
 """Tool-result offloading: big tool results go to a store, the conversation keeps a pointer.
 
 Same names and rules as Haystack's ``haystack.hooks.tool_result_offloading``; the store writes
-run in activities (``activities.tool_results``), which this family declares for the worker.
+run in this family's activity (``activities.py``), which it declares for the worker, or in the
+tool activity itself (``activities.tool_invocation.offload_in_activity``).
 """
 
 from temporalio.client import Client
 
-from activities.tool_results import OFFLOADED_META_KEY, store_tool_result
 from core.checks import check_bucket
 from core.s3 import tool_results_bucket
+from core.tool_records import OFFLOADED_META_KEY
 from hooks.family import HookFamily
+from hooks.tool_result_offloading.activities import STORE_TOOL_RESULT_ACTIVITY, store_tool_result
 from hooks.tool_result_offloading.hooks import RESULT_STORE_CONTEXT_KEY, OffloadTask, ToolResultOffloadHook
 from hooks.tool_result_offloading.policies import AlwaysOffload, NeverOffload, OffloadOverChars, OffloadPolicyBase
 from hooks.tool_result_offloading.protocol import OffloadPolicy, ToolResultStore
@@ -33,6 +35,7 @@ FAMILY = HookFamily(name="tool_result_offloading", activities=[store_tool_result
 __all__ = [
     "OFFLOADED_META_KEY",
     "RESULT_STORE_CONTEXT_KEY",
+    "STORE_TOOL_RESULT_ACTIVITY",
     "AlwaysOffload",
     "FileSystemToolResultStore",
     "NeverOffload",

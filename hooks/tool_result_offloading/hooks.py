@@ -20,22 +20,15 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, FailureError
 
-from activities.tool_results import (
-    DEFAULT_WRITE_DEADLINE,
-    OFFLOADED_META_KEY,
-    OffloadInstruction,
-    StoreToolResultInput,
-    pointer_text,
-    result_key,
-    store_result,
-    unstored_text,
-)
+from activities.tool_invocation import DEFAULT_WRITE_DEADLINE, OffloadInstruction
 from core.messages import ChatMessage
 from core.serialization import default_to_dict, object_from_dict
 from core.state import State, replace_values
+from core.tool_records import OFFLOADED_META_KEY, pointer_text, result_key, unstored_text
 from hooks._tool_keys import decode_tool_key, encode_tool_key, lookup_by_tool, validate_tool_keys
 from hooks.context import run_logger
 from hooks.protocol import reads_tool_results as hook_reads_tool_results
+from hooks.tool_result_offloading.activities import StoreToolResultInput, store_result
 from hooks.tool_result_offloading.protocol import OffloadPolicy, ToolResultStore
 
 #: ``hook_context`` key of a per-run store descriptor (``store.to_dict()``); it wins over the hook's store.

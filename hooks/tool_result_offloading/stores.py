@@ -1,8 +1,8 @@
 """Stores for offloaded tool results: a local directory, or an S3 bucket.
 
 A store is a small serialisable descriptor. In a run, the hook only holds the descriptor and
-the writes and reads happen in activities (``activities/tool_results.py``) or in the
-``read_tool_result`` tool, both on the worker. Stores are scoped to one run with
+the writes and reads happen in activities (the tool activity, this family's ``activities.py``)
+or in the ``read_tool_result`` tool, both on the worker. Stores are scoped to one run with
 ``for_run(run_id)``: a run-scoped store writes under the run's own directory or key prefix and
 refuses to read anything outside it.
 """
@@ -18,9 +18,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from activities.tool_results import encode_key_segment
 from core.s3 import s3_client, tool_results_bucket
 from core.serialization import default_from_dict, default_to_dict
+from core.tool_records import encode_key_segment
 from hooks.tool_result_offloading.protocol import ToolResultStore
 
 #: Default local directory for offloaded results (``TOOL_RESULTS_DIR`` overrides it).

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from activities.tools import ToolInvocationOutput
+from activities.tool_invocation import ToolInvocationOutput
 from agent.dev.stack import MotoS3Server
 from core.converter import DEFAULT_PAYLOAD_THRESHOLD_BYTES, agent_data_converter
 from core.messages import ChatMessage, ToolCall

@@ -14,8 +14,8 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.testing import WorkflowEnvironment
 
-from core.wire import WAITING_FOR_APPROVAL
 from hooks.human_in_the_loop import CONFIRMATION_KEY
+from hooks.human_in_the_loop.wire import WAITING_FOR_APPROVAL
 from runtime.plugin import AgentPlugin
 from tests.hitl_helpers import NO_CALLS, ask_all, call, calls, hitl_agent, start, wait_pending
 from tests.tools import TEST_TOOLS

@@ -24,10 +24,11 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError
 
 from agent import connect
-from core.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL, WAITING_RUNS_QUERY, WORKFLOW_TYPE
+from core.wire import WORKFLOW_TYPE
 from hooks.human_in_the_loop.cli import add_approval_commands
 from hooks.human_in_the_loop.client import ConfirmationError, iter_waiting_runs, list_waiting_runs
 from hooks.human_in_the_loop.dataclasses import PendingSummary
+from hooks.human_in_the_loop.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL, WAITING_RUNS_QUERY
 
 WAITING = 23  # over three pages of 10
 PAGE = 10

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.tool_results import StoreToolResultInput, store_tool_result
 from agent.dev.stack import DUMMY_AWS_CREDENTIALS, MotoS3Server
 from core.s3 import s3_client
 from core.serialization import object_from_dict
@@ -21,6 +20,7 @@ from hooks.tool_result_offloading import (
     ToolResultStoreError,
     store_from_environment,
 )
+from hooks.tool_result_offloading.activities import StoreToolResultInput, store_tool_result
 
 
 @pytest.fixture(scope="module")

@@ -30,10 +30,10 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, RetryState, TimeoutError, TimeoutType
 
 from activities.model import ModelCallInput, ModelCallOutput
-from activities.tool_results import OFFLOADED_META_KEY, pointer_text
 from core.messages import ChatMessage, ToolCall
 from core.serialization import object_from_dict
 from core.state import State
+from core.tool_records import OFFLOADED_META_KEY, pointer_text
 from hooks.compaction import (
     ApproximateTokenCounter,
     ChatGeneratorSpec,
@@ -741,7 +741,7 @@ class FakeWorkflow:
         monkeypatch.setattr(workflow, "in_workflow", lambda: True)
         monkeypatch.setattr(workflow, "info", lambda: type("Info", (), {"workflow_id": "run-7"})())
         monkeypatch.setattr(workflow, "uuid4", self.uuid4)
-        monkeypatch.setattr(offload_module, "store_result", self.store_result)
+        monkeypatch.setattr(offload_module, "store_compacted", self.store_result)
         monkeypatch.setattr(offload_module, "run_logger", lambda name: __import__("logging").getLogger(name))
 
     def uuid4(self) -> uuid.UUID:
@@ -758,11 +758,11 @@ class FakeWorkflow:
 
 def activity_error(cause: BaseException) -> ActivityError:
     error = ActivityError(
-        "store_tool_result failed",
+        "store_compacted_result failed",
         scheduled_event_id=1,
         started_event_id=2,
         identity="worker",
-        activity_type="store_tool_result",
+        activity_type="store_compacted_result",
         activity_id="1",
         retry_state=RetryState.NON_RETRYABLE_FAILURE,
     )

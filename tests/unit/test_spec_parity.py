@@ -116,7 +116,7 @@ def test_usage_details_are_kept_and_summed_like_haystack():
 
 
 def test_a_toolset_is_flattened_into_the_agents_and_the_workers_tools():
-    from activities.tools import ToolActivities
+    from activities.tool_invocation import ToolActivities
     from agent import Toolset
 
     maths = Toolset([t.add, t.echo])

@@ -84,7 +84,7 @@ def test_without_opentelemetry_the_base_install_works_and_asking_for_tracing_say
         import sys
         sys.modules["opentelemetry"] = None  # as if the [otel] extra were not installed
         from core.checks import ConfigurationError
-        from hooks import tracing as spans
+        from workflows import spans
         from runtime.plugin import AgentPlugin
         from runtime.tracing import otel_installed
 

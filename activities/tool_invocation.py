@@ -2,10 +2,17 @@
 
 Worker side: :class:`ToolActivities` (the ``invoke_tool`` activity). Workflow side:
 :func:`call_tool`, which the run loop awaits once per call.
+
+A call may carry an :class:`OffloadInstruction` (an ``after_tool`` hook asked for it through
+``hooks.protocol.OffloadsInToolActivity``): the activity then writes a big result to the store
+itself (:func:`offload_in_activity`), so the result never enters history and only the pointer
+comes back. :func:`write_to_store` is the one write to a ``ToolResultStore``; the families that
+write results from the workflow (offloading, compaction) call it from their own activities.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 from typing import Any
@@ -15,10 +22,17 @@ from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 
 from activities.heartbeat import HEARTBEAT_TIMEOUT, with_heartbeats
-from activities.tool_results import OffloadInstruction, offload_in_activity
 from core.messages import ToolCall
+from core.serialization import object_from_dict
+from core.tool_records import OFFLOADED_META_KEY, pointer_text, unstored_text
 from core.tools import Tool, ToolContext, flatten_tools, tool_context_set
 from core.wire import INVOKE_TOOL_ACTIVITY
+
+#: How long the tool activity retries a store write (an S3 outage) before the result is given up;
+#: after that the conversation gets ``unstored_text`` in its place, never the result itself.
+DEFAULT_WRITE_DEADLINE = timedelta(minutes=10)
+#: Backoff between write attempts: 0.5 s doubling to at most 10 s.
+WRITE_RETRY_INITIAL_SECONDS, WRITE_RETRY_MAX_SECONDS = 0.5, 10.0
 
 TOOL_RETRY_POLICY = RetryPolicy(
     initial_interval=timedelta(milliseconds=500),
@@ -27,12 +41,33 @@ TOOL_RETRY_POLICY = RetryPolicy(
 )
 
 
+class OffloadInstruction(BaseModel):
+    """Tells the tool activity to offload a big result itself, so it never enters history.
+
+    Set by an ``after_tool`` hook (``ToolResultOffloadHook``) when that gives the outcome of running
+    the ``after_tool`` hooks in order: no hook registered before it reads tool results, and the
+    tool's policy needs no State.
+
+    :param store: Store descriptor, already scoped to the run.
+    :param policy: The tool's offload policy (``policy.to_dict()``).
+    :param key: Store key of this call's result.
+    :param preview_chars: Characters of the result kept in the pointer message.
+    :param write_deadline_seconds: How long the write is retried before the result is given up.
+    """
+
+    store: dict[str, Any]
+    policy: dict[str, Any]
+    key: str
+    preview_chars: int = 200
+    write_deadline_seconds: float = DEFAULT_WRITE_DEADLINE.total_seconds()
+
+
 class ToolInvocationInput(BaseModel):
     """Input of the ``invoke_tool`` activity: one call of one tool.
 
     :param call_key: The call's id, or a deterministic stand-in for id-less calls; the tool's
         idempotency key is ``{run_id}/{call_key}``.
-    :param offload: When set, the activity offloads a big result itself (see activities/tool_results.py).
+    :param offload: When set, the activity offloads a big result itself (:func:`offload_in_activity`).
     """
 
     run_id: str
@@ -125,3 +160,58 @@ async def call_tool(request: ToolInvocationInput) -> ToolInvocationOutput:
         retry_policy=TOOL_RETRY_POLICY,
         summary=request.tool_call.tool_name,
     )
+
+
+async def write_to_store(descriptor: dict[str, Any], key: str, content: str) -> str:
+    """Write ``content`` under ``key`` in the store ``descriptor`` names (rebuilt here, on the
+    worker); returns the reference.
+
+    :raises ValueError: For a key the store refuses (outside the run, traversal).
+    """
+    return await asyncio.to_thread(object_from_dict(descriptor).write, key=key, content=content)
+
+
+async def offload_in_activity(
+    tool_name: str, text: str, instruction: OffloadInstruction
+) -> tuple[str, dict[str, Any], bool]:
+    """Inside the tool activity: apply the policy and, if it says so, write the result to the store.
+
+    A failing write is retried with backoff (the activity heartbeats meanwhile) until the
+    instruction's deadline; the tool is not run again.
+
+    :returns: ``(text for the conversation, message meta, error)``: the pointer when the result was
+        stored; the result itself when the policy keeps it inline; ``unstored_text`` (an error)
+        when the store kept failing until the deadline, so a big result never sits in the context.
+    """
+    policy = object_from_dict(instruction.policy)
+    if not text or not policy.should_offload(tool_name, text, None):
+        return text, {}, False
+    deadline = timedelta(seconds=instruction.write_deadline_seconds)
+    try:
+        reference = await with_heartbeats(_write_until(instruction.store, instruction.key, text, deadline, tool_name))
+    except _GaveUp as gave_up:
+        return unstored_text(tool_name, text, deadline, gave_up.error), {}, True
+    return pointer_text(reference, text, instruction.preview_chars), {OFFLOADED_META_KEY: [reference]}, False
+
+
+class _GaveUp(Exception):
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+async def _write_until(descriptor: dict[str, Any], key: str, content: str, deadline: timedelta, tool_name: str) -> str:
+    loop = asyncio.get_running_loop()
+    give_up_at = loop.time() + deadline.total_seconds()
+    delay = WRITE_RETRY_INITIAL_SECONDS
+    while True:
+        try:
+            return await write_to_store(descriptor, key, content)
+        except ValueError as exc:  # a refused key: retrying cannot help
+            raise _GaveUp(exc) from exc
+        except Exception as exc:
+            if loop.time() + delay > give_up_at:
+                raise _GaveUp(exc) from exc
+            activity.logger.warning("Writing the result of %s failed; retrying in %.1f s: %r", tool_name, delay, exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, WRITE_RETRY_MAX_SECONDS)

@@ -1,11 +1,12 @@
-"""OpenTelemetry spans from the run loop: the run, each hook point, each hook, each model call,
-each tool call and each confirmation decision.
+"""The run loop's OpenTelemetry spans: the run, each hook point, each hook, each model call,
+each tool call and each confirmation decision (read from the confirmation records hooks leave on
+the messages, ``core.tool_records``).
 
 Workflow code, so replay-safe by construction: spans come from the process's
 ``ReplaySafeTracerProvider`` (``temporalio.contrib.opentelemetry.create_tracer_provider``), whose
 span ids come from the workflow's seeded random and whose spans are not ended (so not exported)
 while history is being replayed. A span is made only when the run is traced: the global provider
-is replay-safe and the tracing interceptor (``runtime/tracing.py``, added by ``AgentPlugin``) has
+is replay-safe and the tracing interceptor (``runtime/telemetry.py``, added by ``AgentPlugin``) has
 put a recording span around the workflow. Otherwise every helper returns one shared no-op context
 manager, and without opentelemetry installed the module does nothing at all. Spans emit no
 workflow commands, so tracing on or off leaves the history unchanged.
@@ -30,16 +31,11 @@ from contextlib import (
 )
 from typing import Any
 
-from temporalio import workflow
-
-from core.messages import ChatMessage, ToolCall
+from core.messages import ToolCall
 from core.serialization import hook_import_path
+from core.tool_records import CONFIRMATION_KEY, confirmation_records
 from hooks.context import current_run_or_none
-from hooks.human_in_the_loop.hooks import CONFIRMATION_KEY
-from hooks.protocol import BEFORE_TOOL
-
-#: Errors that fail the workflow task (it retries) rather than the run; see workflows/agent_workflow.py.
-TASK_RETRYING_ERRORS = (workflow.NondeterminismError, workflow.ReadOnlyContextError)
+from hooks.protocol import BEFORE_TOOL, TASK_RETRYING_ERRORS
 
 try:  # the [otel] extra; the base install runs untraced
     from opentelemetry import trace as otel_trace
@@ -188,16 +184,3 @@ def decision_attributes(record: dict[str, Any]) -> dict[str, Any]:
     if record.get("via"):
         attributes[DECISION_VIA] = record["via"]
     return {key: value for key, value in attributes.items() if value is not None}
-
-
-def confirmation_records(messages: list[ChatMessage]) -> list[dict[str, Any]]:
-    """The confirmation records in ``messages`` (on confirmed or modified calls, and on the tool
-    messages answering rejected ones), one per tool call id, in message order."""
-    seen: dict[str, dict[str, Any]] = {}
-    for message in messages:
-        found = [(call.extra or {}).get(CONFIRMATION_KEY) for call in message.tool_calls]
-        found.append((message.meta or {}).get(CONFIRMATION_KEY))
-        for record in found:
-            if isinstance(record, dict) and record.get("tool_call_id") not in seen:
-                seen[record.get("tool_call_id")] = record
-    return list(seen.values())

@@ -1,4 +1,4 @@
-"""The approval notification (this family's activity): POST a pending confirmation to a webhook,
+"""This family's activity, the approval notification: POST a pending confirmation to a webhook,
 so a person hears of it.
 
 ``DurableConfirmationStrategy(notify_url=...)`` starts this activity when a request becomes
@@ -13,9 +13,10 @@ from __future__ import annotations
 import httpx
 from temporalio import activity
 
-from core.wire import NOTIFY_APPROVAL_REQUEST_ACTIVITY
 from hooks.human_in_the_loop.dataclasses import ApprovalNotification
 
+#: Activity name (part of the wire contract between workflows and workers).
+NOTIFY_APPROVAL_REQUEST_ACTIVITY = "notify_approval_request"
 #: Seconds one POST may take.
 POST_TIMEOUT_SECONDS = 10.0
 
