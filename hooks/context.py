@@ -1,17 +1,35 @@
-"""The current run, as hook code sees it.
+"""The current run, as hook code and the families' workflow handlers see it.
 
-Hooks get the ``State``; a few need more of the run: its spec (tool schemas), a place to
-publish a pending confirmation that Signals, Updates and Queries can see, and the token usage of
-the model calls hooks make. The run loop puts a :class:`RunContext` in a ContextVar for the
-duration of the run; :func:`current_run` reads it.
+There is one way to reach per-run state: :func:`current_run` (or :func:`current_run_or_none`),
+which returns the run's :class:`RunContext`. A family keeps what it needs per run in a typed slot
+of that context, keyed by its own class: ``current_run().slot(ConfirmationRegistry)``, created
+by the family on first use with :meth:`RunContext.slot_or_create`. Nothing is keyed by strings
+and the run loop never names a family's class.
+
+Why this mechanism:
+
+- **Inside a workflow** the context is an attribute of the workflow instance
+  (:class:`HoldsRunContext`, which ``AgentWorkflow`` is), found through temporalio's
+  ``workflow.instance()``. Every piece of a run's workflow code sees the same instance: the run
+  loop, its hooks, tasks a hook starts, and the Signal, Update and Query handlers, which Temporal
+  runs outside the run's own task (so a ContextVar set by the run would not reach them). One
+  lookup serves them all, with nothing to install or reset.
+- **A family's workflow handlers** are registered by the family when a run starts
+  (``HookFamily.register_handlers``, with ``workflow.set_signal_handler``/``set_update_handler``/
+  ``set_query_handler``) and read the run through :func:`current_run_or_none`, like any hook; the
+  workflow class inherits nothing from the families.
+- **Outside a workflow** (a hook used in-process, a test) there is no workflow instance:
+  :func:`set_current_run` installs a context for the calling code, and :func:`current_run` finds
+  it there.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from temporalio import workflow
 
@@ -21,17 +39,17 @@ from core.spec import AgentSpec
 from core.state import State
 from hooks.protocol import ReportsPending
 
+T = TypeVar("T")
+
 
 @dataclass
 class RunContext:
-    """Per-run data shared by the run loop, its hooks and its message handlers.
+    """Per-run data shared by the run loop, its hooks and the families' message handlers.
 
     :param run_id: The workflow id.
     :param agent: The run's agent spec.
     :param state: The live State.
     :param phase: Where the run loop is (a hook point, ``"model"``, ``"tools"``, ``"done"``).
-    :param extensions: Per-run objects owned by hook families (e.g. the confirmation desk),
-        keyed by a name the family chooses.
     :param hook_token_usage: Usage of the model calls hooks made (summaries), kept apart from the
         agent's own ``token_usage`` as in Haystack.
     """
@@ -40,40 +58,73 @@ class RunContext:
     agent: AgentSpec
     state: State
     phase: str = "starting"
-    extensions: dict[str, Any] = field(default_factory=dict)
     hook_token_usage: dict[str, Any] = field(default_factory=dict)
+    _slots: dict[type, Any] = field(default_factory=dict, repr=False)
+
+    def slot(self, kind: type[T]) -> T | None:
+        """The family object of class ``kind`` this run holds, or None before the family made one."""
+        return self._slots.get(kind)
+
+    def slot_or_create(self, kind: type[T], create: Callable[[], T]) -> T:
+        """The family object of class ``kind``, made with ``create()`` on first use.
+
+        :raises TypeError: If ``create`` returns something that is not a ``kind``.
+        """
+        found = self._slots.get(kind)
+        if found is None:
+            found = create()
+            if not isinstance(found, kind):
+                raise TypeError(
+                    f"The slot for {kind.__name__} must hold a {kind.__name__}, got {type(found).__name__}."
+                )
+            self._slots[kind] = found
+        return found
 
     def add_hook_usage(self, usage: dict[str, Any]) -> None:
         """Count a hook's model call."""
         self.hook_token_usage = add_usage(self.hook_token_usage, usage)
 
     def pending_count(self) -> int:
-        """Requests waiting for a person, over every extension that holds some."""
-        return sum(ext.pending_count() for ext in self.extensions.values() if isinstance(ext, ReportsPending))
+        """Requests waiting for a person, over every family object that holds some (:class:`ReportsPending`)."""
+        return sum(held.pending_count() for held in self._slots.values() if isinstance(held, ReportsPending))
 
 
-_current: ContextVar[RunContext | None] = ContextVar("agent_run_context", default=None)
+class HoldsRunContext(Protocol):
+    """A workflow whose instance carries its run's context (``AgentWorkflow``); None until the run starts."""
+
+    run_context: RunContext | None
+
+
+#: The context of code running outside a workflow (see the module docstring).
+_local: ContextVar[RunContext | None] = ContextVar("agent_local_run_context", default=None)
 
 
 def set_current_run(context: RunContext | None) -> None:
-    """Install the run's context (called once by the run loop; None clears it)."""
-    _current.set(context)
+    """Outside a workflow: make ``context`` the current run for the calling code (None clears it).
 
-
-def current_run() -> RunContext:
-    """The context of the run whose workflow code is executing.
-
-    :raises RuntimeError: Outside an ``AgentWorkflow`` run.
+    :raises RuntimeError: Inside a workflow, where the run's context belongs to the workflow instance.
     """
-    context = _current.get()
-    if context is None:
-        raise RuntimeError("current_run() is only available inside an AgentWorkflow run.")
-    return context
+    if workflow.in_workflow():
+        raise RuntimeError("Inside a workflow the run's context is the workflow instance's run_context.")
+    _local.set(context)
 
 
 def current_run_or_none() -> RunContext | None:
-    """The current run's context, or None outside a run (a hook used in-process)."""
-    return _current.get()
+    """The current run's context, or None (before the run starts, or outside any run)."""
+    if workflow.in_workflow():
+        return getattr(workflow.instance(), "run_context", None)  # HoldsRunContext
+    return _local.get()
+
+
+def current_run() -> RunContext:
+    """The context of the run whose code is executing.
+
+    :raises RuntimeError: Outside an ``AgentWorkflow`` run (and with no context set outside a workflow).
+    """
+    context = current_run_or_none()
+    if context is None:
+        raise RuntimeError("current_run() is only available inside an AgentWorkflow run.")
+    return context
 
 
 def run_logger(name: str) -> logging.Logger | logging.LoggerAdapter:

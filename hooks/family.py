@@ -4,8 +4,8 @@ A family is one folder under ``hooks/`` (``budget/``, ``compaction/``, ...). Its
 exports ``FAMILY``, a :class:`HookFamily` naming what the rest of the system must provide for
 its hooks to work: activities for the worker, workflow message handlers, a warm-up for the
 worker process, and CLI commands. ``AgentPlugin`` collects the activities and warm-ups,
-``AgentWorkflow`` inherits the handlers, the ``agent`` CLI adds the commands; none of them names
-a family.
+``AgentWorkflow`` has each family register its handlers when a run starts, the ``agent`` CLI adds
+the commands; none of them names a family.
 
 Adding a family is its folder plus one entry in :data:`FAMILY_PACKAGES`.
 """
@@ -35,9 +35,11 @@ class HookFamily:
 
     :param name: The family's name (its folder).
     :param activities: Activity callables the worker must register (``@activity.defn``).
-    :param workflow_handlers: Mixin classes with ``@workflow.signal``/``update``/``query`` methods;
-        ``AgentWorkflow`` inherits them. A mixin reads the run through ``self._context``
-        (a ``RunContext``, or None before the run starts).
+    :param register_handlers: ``() -> None``, called by ``AgentWorkflow`` at the start of every
+        workflow run, before its first await: registers the family's Signal, Update and Query
+        handlers (``workflow.set_signal_handler``/``set_update_handler``/``set_query_handler``).
+        Handlers read the run through ``hooks.context.current_run_or_none`` (None before the run
+        has its context).
     :param warm_up: Called once per worker process before it polls (e.g. load an encoding from
         local files, check that a bucket exists). May raise to refuse to start, with a message
         that says how to fix the configuration.
@@ -50,7 +52,7 @@ class HookFamily:
 
     name: str
     activities: Sequence[Callable[..., Any]] = ()
-    workflow_handlers: Sequence[type] = ()
+    register_handlers: Callable[[], None] | None = None
     warm_up: Callable[[], None] | None = None
     check: Callable[[Client], Awaitable[None]] | None = None
     add_cli_commands: Callable[[Any], None] | None = None
@@ -66,9 +68,11 @@ def family_activities() -> list[Callable[..., Any]]:
     return [activity for family in families() for activity in family.activities]
 
 
-def family_workflow_handlers() -> tuple[type, ...]:
-    """The workflow handler mixins of every family."""
-    return tuple(handler for family in families() for handler in family.workflow_handlers)
+def register_family_handlers() -> None:
+    """Register every family's workflow handlers for the run that is starting."""
+    for family in families():
+        if family.register_handlers is not None:
+            family.register_handlers()
 
 
 def warm_up_families() -> None:

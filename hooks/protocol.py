@@ -17,7 +17,7 @@ nothing else is duck-typed):
 - :class:`ReadsToolResults`: whether an ``after_tool`` hook reads this step's tool results
   (``reads_tool_results = False`` declares it does not); see "Tool results and hook order";
 - :class:`NeedsSearchAttributes`: search attributes the hook sets, checked when a run starts;
-- :class:`ReportsPending` (on a run extension, not a hook): how many decisions a run awaits.
+- :class:`ReportsPending` (on a family's per-run object, not a hook): how many decisions a run awaits.
 
 Tool results and hook order
 ---------------------------
@@ -259,7 +259,7 @@ class NeedsSearchAttributes(Protocol):
 
 @runtime_checkable
 class ReportsPending(Protocol):
-    """A run extension (``RunContext.extensions``) that holds requests waiting for a person."""
+    """A family's per-run object (a ``RunContext`` slot) that holds requests waiting for a person."""
 
     def pending_count(self) -> int:
         """How many requests wait for a decision now."""

@@ -24,14 +24,11 @@ with workflow.unsafe.imports_passed_through():
     from core.state import State, replace_values
     from core.wire import AGENT_SPEC_ERROR, HOOK_ERROR, MODEL_CALL_FAILED, RUN_STATUS_QUERY, WORKFLOW_TYPE
     from hooks import lifecycle
-    from hooks.context import RunContext, set_current_run
-    from hooks.family import family_workflow_handlers
+    from hooks.context import RunContext
+    from hooks.family import register_family_handlers
     from hooks.protocol import TASK_RETRYING_ERRORS, HasMemory, OffloadsInToolActivity
     from workflows.spans import hook_point_span, hook_span, model_call_span, run_span, tool_call_span
     from workflows.stored_conversation import StoredConversation
-
-    # The hook families' Signal, Update and Query handlers, as base classes of the workflow.
-    FAMILY_HANDLERS = family_workflow_handlers()
 
 
 def hook_failure(hook: Any, point: str, step: int, err: Exception) -> ApplicationError:
@@ -79,15 +76,17 @@ def model_exit_reason(reply: ChatMessage) -> str | None:
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
-class AgentWorkflow(*FAMILY_HANDLERS):
+class AgentWorkflow:
     """One agent run. Workflow id = run id.
 
-    The hook families' Signal, Update and Query handlers (``HookFamily.workflow_handlers``) are
-    its base classes; they read the run through ``self._context``.
+    Its ``run_context`` is the run's :class:`~hooks.context.RunContext`, which hooks and the hook
+    families' handlers reach through ``hooks.context.current_run()`` (see that module). Each family
+    registers its Signal, Update and Query handlers when the run starts
+    (``HookFamily.register_handlers``).
     """
 
     def __init__(self) -> None:
-        self._context: RunContext | None = None
+        self.run_context: RunContext | None = None
         self._done = False
         self._continuations = 0
         self._conversation = StoredConversation()
@@ -97,7 +96,7 @@ class AgentWorkflow(*FAMILY_HANDLERS):
     @workflow.query(name=RUN_STATUS_QUERY)
     def run_status(self) -> RunStatus:
         """Where the run is: step, phase, approvals pending, exit reason once done."""
-        context = self._context
+        context = self.run_context
         if context is None:
             return RunStatus(run_id=workflow.info().workflow_id, step_count=0, phase="starting")
         pending = context.pending_count()
@@ -119,6 +118,7 @@ class AgentWorkflow(*FAMILY_HANDLERS):
 
     @workflow.run
     async def run(self, run_input: AgentRunInput) -> AgentRunResult:
+        register_family_handlers()
         try:
             agent = AgentSpec.from_dict(run_input.agent)
         except Exception as err:
@@ -138,8 +138,7 @@ class AgentWorkflow(*FAMILY_HANDLERS):
             state=state,
             hook_token_usage=dict(snapshot.hook_token_usage) if snapshot else {},
         )
-        self._context = context
-        set_current_run(context)
+        self.run_context = context
         hooks = agent.distinct_hooks()
         with run_span(context.run_id, agent.model, snapshot.continuations if snapshot else 0):
             for hook in hooks:
@@ -439,5 +438,5 @@ class AgentWorkflow(*FAMILY_HANDLERS):
         )
 
     def _require_context(self) -> RunContext:
-        assert self._context is not None, "run() has not started"
-        return self._context
+        assert self.run_context is not None, "run() has not started"
+        return self.run_context

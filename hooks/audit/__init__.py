@@ -15,7 +15,7 @@ from hooks.audit.activities import (
     write_records,
 )
 from hooks.audit.dataclasses import AuditRecord
-from hooks.audit.hooks import AUDIT_EXTENSION_KEY, AuditHook
+from hooks.audit.hooks import AuditHook, AuditLedger
 from hooks.audit.stores import AuditStoreError, FileSystemAuditStore, S3AuditStore
 from hooks.family import HookFamily
 
@@ -23,10 +23,10 @@ from hooks.family import HookFamily
 FAMILY = HookFamily(name="audit", activities=[write_audit_records])
 
 __all__ = [
-    "AUDIT_EXTENSION_KEY",
     "FAMILY",
     "WRITE_AUDIT_RECORDS_ACTIVITY",
     "AuditHook",
+    "AuditLedger",
     "AuditRecord",
     "AuditStoreError",
     "FileSystemAuditStore",

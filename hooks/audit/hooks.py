@@ -14,7 +14,7 @@ Register the same hook at two points of the run loop::
   the ``write_audit_records`` activity.
 
 The two registrations are separate objects once the worker rebuilds the agent from its spec,
-so the note travels through the run's shared extension ``current_run().extensions["audit"]``.
+so the note travels through the run's :class:`AuditLedger` (``current_run().slot(AuditLedger)``).
 Which point is running is read from ``current_run().phase``, which the run loop sets before each
 point's hooks run. All of it is deterministic workflow code: the only clock is ``workflow.now()``.
 """
@@ -36,8 +36,6 @@ from hooks.audit.dataclasses import AuditRecord
 from hooks.context import current_run_or_none, run_logger
 from hooks.protocol import AFTER_TOOL, BEFORE_TOOL
 
-#: Key of the audit family's object in ``RunContext.extensions``.
-AUDIT_EXTENSION_KEY = "audit"
 #: Run id of records written outside a run (``run`` with no ``RunContext`` installed).
 LOCAL_RUN_ID = "local"
 
@@ -59,7 +57,7 @@ class StepNote:
 
 @dataclass
 class AuditLedger:
-    """The audit family's per-run extension: notes from ``before_tool`` for ``after_tool``.
+    """The audit family's per-run object (a ``RunContext`` slot): notes from ``before_tool`` for ``after_tool``.
 
     :param notes: Step -> note; only the current step's note is kept.
     """
@@ -165,10 +163,7 @@ class AuditHook:
         context = current_run_or_none()
         if context is None:
             return self._local_ledger
-        ledger = context.extensions.get(AUDIT_EXTENSION_KEY)
-        if not isinstance(ledger, AuditLedger):
-            ledger = context.extensions[AUDIT_EXTENSION_KEY] = AuditLedger()
-        return ledger
+        return context.slot_or_create(AuditLedger, AuditLedger)
 
     # -- deterministic parts -----------------------------------------------------------------------
 

@@ -21,11 +21,11 @@ from hooks.human_in_the_loop.dataclasses import (
     ToolDecision,
     ToolExecutionDecision,
 )
-from hooks.human_in_the_loop.desk import ConfirmationDesk, DecisionError
-from hooks.human_in_the_loop.handlers import ConfirmationHandlers
+from hooks.human_in_the_loop.handlers import register_confirmation_handlers
 from hooks.human_in_the_loop.hooks import ConfirmationHook
 from hooks.human_in_the_loop.policies import AlwaysAskPolicy, AskOncePolicy, NeverAskPolicy
 from hooks.human_in_the_loop.protocol import ConfirmationPolicy, ConfirmationStrategy, ConfirmationUI
+from hooks.human_in_the_loop.registry import ConfirmationRegistry, DecisionError
 from hooks.human_in_the_loop.strategies import BlockingConfirmationStrategy, DurableConfirmationStrategy
 from hooks.human_in_the_loop.user_interfaces import RichConsoleUI, SimpleConsoleUI
 
@@ -34,7 +34,7 @@ from hooks.human_in_the_loop.user_interfaces import RichConsoleUI, SimpleConsole
 FAMILY = HookFamily(
     name="human_in_the_loop",
     activities=[notify_approval_request],
-    workflow_handlers=[ConfirmationHandlers],
+    register_handlers=register_confirmation_handlers,
     check=check_waiting_search_attribute,
     add_cli_commands=add_approval_commands,
 )
@@ -45,9 +45,9 @@ __all__ = [
     "ApprovalNotification",
     "AskOncePolicy",
     "BlockingConfirmationStrategy",
-    "ConfirmationDesk",
     "ConfirmationHook",
     "ConfirmationPolicy",
+    "ConfirmationRegistry",
     "ConfirmationStrategy",
     "ConfirmationUI",
     "ConfirmationUIResult",

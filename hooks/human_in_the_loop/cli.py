@@ -5,7 +5,7 @@ declaration); each command sets ``handler`` to ``async def handler(args, client)
 exit code), and the CLI connects from the environment before calling it.
 
 ``agent pending`` finds waiting runs through Temporal visibility: every run that waits for a
-person has the Bool search attribute ``AgentWaitingForApproval`` set (the confirmation desk
+person has the Bool search attribute ``AgentWaitingForApproval`` set (the confirmation registry
 upserts it), so the listing is ``AgentWaitingForApproval = true AND ExecutionStatus = 'Running'``,
 and each run's pending calls come from its memo (one visibility listing, no per-run query).
 
@@ -38,8 +38,8 @@ from hooks.human_in_the_loop.client import (
     submit_decision,
 )
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, PendingSummary, ToolDecision
-from hooks.human_in_the_loop.desk import approver_refusal
 from hooks.human_in_the_loop.protocol import ConfirmationUI
+from hooks.human_in_the_loop.registry import approver_refusal
 from hooks.human_in_the_loop.strategies import as_ui_result
 from hooks.human_in_the_loop.user_interfaces import SimpleConsoleUI
 

@@ -135,9 +135,9 @@ class ToolDecision(BaseModel):
     :param tool_call_id: The pending call it decides (exactly one call).
     :param action: ``"confirm"``, ``"reject"`` or ``"modify"``.
     :param feedback: Optional text for the model (a rejection reason, a note on a modification);
-        at most ``desk.MAX_FEEDBACK_CHARS`` (4,000) characters unless the strategy sets another limit.
+        at most ``registry.MAX_FEEDBACK_CHARS`` (4,000) characters unless the strategy sets another limit.
     :param new_tool_params: For ``"modify"``: the complete new arguments; they must satisfy the
-        tool's JSON schema and take at most ``desk.MAX_NEW_TOOL_PARAMS_BYTES`` (64 KiB) as compact
+        tool's JSON schema and take at most ``registry.MAX_NEW_TOOL_PARAMS_BYTES`` (64 KiB) as compact
         JSON in UTF-8 unless the strategy sets another limit.
     :param approver: Who decided (recorded in the audit record).
     :param arguments_sha256: Optional: the hash shown in the pending request; when given, the

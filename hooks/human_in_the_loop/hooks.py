@@ -21,8 +21,8 @@ from hooks._tool_keys import (
     validate_tool_keys,
 )
 from hooks.human_in_the_loop.dataclasses import ToolExecutionDecision
-from hooks.human_in_the_loop.desk import approver_list
 from hooks.human_in_the_loop.protocol import ConfirmationStrategy
+from hooks.human_in_the_loop.registry import approver_list
 from hooks.human_in_the_loop.strategies import (
     MODIFICATION_FEEDBACK_TEMPLATE,
     REJECTION_FEEDBACK_TEMPLATE,

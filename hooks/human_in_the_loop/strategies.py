@@ -1,7 +1,7 @@
 """Confirmation strategies: ask a person and wait for the answer in the workflow, for days.
 
 Where Haystack's ``BlockingConfirmationStrategy`` blocks on a console prompt,
-``DurableConfirmationStrategy`` publishes a :class:`PendingConfirmation` on the run's desk
+``DurableConfirmationStrategy`` publishes a :class:`PendingConfirmation` in the run's ``ConfirmationRegistry``
 (visible to the ``pending_confirmations`` query and the ``AgentWaitingForApproval`` search
 attribute), waits with ``workflow.wait_condition`` for a decision delivered by the Signal
 ``tool_decision`` or the Update ``submit_tool_decision``, and turns it into a
@@ -21,14 +21,14 @@ the policy (and asked, if the policy still says so) only once the first is decid
 identical calls under ``AskOncePolicy`` make one request when the first is confirmed. Calls of
 different tools, and every call under a policy that does not learn, wait concurrently.
 
-What a person sends is bounded (see :mod:`hooks.human_in_the_loop.desk`), and so is what the
+What a person sends is bounded (see :mod:`hooks.human_in_the_loop.registry`), and so is what the
 model is told about a modification: the new parameters already travel in full in the call that
 runs, so the explanation shows them whole only while they are short and a preview otherwise
 (:func:`modification_feedback`).
 
 Who may decide: ``approvers=[...]`` names the people whose decisions the run accepts (each request
 carries the list in ``PendingConfirmation.approvers``; the Update's validator and the Signal's
-handler check it, see :mod:`hooks.human_in_the_loop.desk`). ``ConfirmationHook(approvers=...)``
+handler check it, see :mod:`hooks.human_in_the_loop.registry`). ``ConfirmationHook(approvers=...)``
 replaces the list for chosen tools. A timeout still decides (on behalf of no one). A local,
 non-durable run (``BlockingConfirmationStrategy.run``) asks whoever is at its console and has no
 approver to check.
@@ -54,14 +54,14 @@ from hooks.human_in_the_loop.dataclasses import (
     PendingConfirmation,
     ToolExecutionDecision,
 )
-from hooks.human_in_the_loop.desk import (
+from hooks.human_in_the_loop.protocol import ConfirmationPolicy, ConfirmationUI
+from hooks.human_in_the_loop.registry import (
     MAX_FEEDBACK_CHARS,
     MAX_NEW_TOOL_PARAMS_BYTES,
-    ConfirmationDesk,
+    ConfirmationRegistry,
     DecisionLimits,
     approver_list,
 )
-from hooks.human_in_the_loop.protocol import ConfirmationPolicy, ConfirmationUI
 from hooks.human_in_the_loop.wire import WAITING_FOR_APPROVAL
 
 REJECTION_FEEDBACK_TEMPLATE = "Tool execution for '{tool_name}' was rejected by the user."
@@ -281,7 +281,7 @@ class DurableConfirmationStrategy:
 
         run = current_run()
         spec = run.agent.tool_spec(tool_name)
-        desk = ConfirmationDesk.of_current_run(self.search_attribute)
+        registry = ConfirmationRegistry.of_current_run(self.search_attribute)
         now = workflow.now()
         request = PendingConfirmation(
             tool_call_id=tool_call_id,
@@ -296,24 +296,24 @@ class DurableConfirmationStrategy:
             **self._request_extras(),
         )
         limits = self.limits if workflow.patched(DECISION_LIMITS_PATCH) else None
-        desk.publish(request, schema=spec.parameters if spec is not None else None, limits=limits)
+        registry.publish(request, schema=spec.parameters if spec is not None else None, limits=limits)
         notifying = self._start_notification(run.run_id, request)
         try:
             await workflow.wait_condition(
-                lambda: desk.decision(tool_call_id) is not None,
+                lambda: registry.decision(tool_call_id) is not None,
                 timeout=self.timeout,
                 timeout_summary=f"confirmation of {tool_name} ({tool_call_id})",
             )
-            decision, record = desk.decision(tool_call_id)  # type: ignore[misc]
+            decision, record = registry.decision(tool_call_id)  # type: ignore[misc]
             timed_out = False
         except TimeoutError:
             feedback = TIMEOUT_FEEDBACK_TEMPLATE.format(timeout=describe_timedelta(self.timeout))
-            decision, record = desk.time_out(tool_call_id, self.on_timeout, feedback)
+            decision, record = registry.time_out(tool_call_id, self.on_timeout, feedback)
             timed_out = True
         finally:
             if notifying is not None and not notifying.done():
                 notifying.cancel()
-        desk.close(tool_call_id)
+        registry.close(tool_call_id)
 
         result = ConfirmationUIResult(
             action=decision.action, feedback=decision.feedback, new_tool_params=decision.new_tool_params

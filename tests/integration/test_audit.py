@@ -27,7 +27,7 @@ from hooks.audit import (
     write_audit_records,
 )
 from hooks.audit import stores as audit_stores
-from hooks.audit.hooks import AUDIT_EXTENSION_KEY, LOCAL_RUN_ID, AuditLedger
+from hooks.audit.hooks import LOCAL_RUN_ID, AuditLedger
 from hooks.context import RunContext, set_current_run
 from hooks.family import family_activities
 from hooks.human_in_the_loop import CONFIRMATION_KEY, ToolExecutionDecision, arguments_sha256
@@ -368,7 +368,7 @@ def test_separate_instances_share_the_note_through_the_run_extension(tmp_path):
 
     # A copy of the context, so the installed run does not leak into other tests.
     context = contextvars.copy_context().run(drive)
-    assert isinstance(context.extensions[AUDIT_EXTENSION_KEY], AuditLedger)
+    assert isinstance(context.slot(AuditLedger), AuditLedger)
     records = read_records(tmp_path, "wf-1", 0)
     assert list(records) == ["c1.json"] and records["c1.json"]["run_id"] == "wf-1"
 

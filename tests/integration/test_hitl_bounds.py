@@ -13,7 +13,7 @@ from temporalio.worker import Replayer
 
 from hooks.human_in_the_loop import ToolDecision
 from hooks.human_in_the_loop.client import DecisionRefusedError, signal_decision
-from hooks.human_in_the_loop.desk import MAX_FEEDBACK_CHARS, MAX_NEW_TOOL_PARAMS_BYTES
+from hooks.human_in_the_loop.registry import MAX_FEEDBACK_CHARS, MAX_NEW_TOOL_PARAMS_BYTES
 from hooks.human_in_the_loop.strategies import MODIFICATION_PREVIEW_CHARS
 from runtime.plugin import AgentPlugin
 from tests.hitl_helpers import call, calls, history_events, hitl_agent, start, wait_pending

@@ -22,7 +22,7 @@ from hooks.human_in_the_loop import (
     ToolExecutionDecision,
 )
 from hooks.human_in_the_loop.dataclasses import PendingConfirmation, ToolDecision
-from hooks.human_in_the_loop.desk import ConfirmationDesk, DecisionError, approver_list
+from hooks.human_in_the_loop.registry import ConfirmationRegistry, DecisionError, approver_list
 from tests import tools as t
 
 
@@ -182,14 +182,14 @@ async def test_hook_gives_a_tools_own_list_in_place_of_the_strategys():
 # -- the desk's check ------------------------------------------------------------------------------
 
 
-class OffWorkflowDesk(ConfirmationDesk):
+class OffWorkflowDesk(ConfirmationRegistry):
     """A desk outside a workflow: advertising (search attribute, memo) needs one; validating does not."""
 
     def _advertise(self) -> None:
         pass
 
 
-def desk_with(approvers: list[str] | None) -> ConfirmationDesk:
+def desk_with(approvers: list[str] | None) -> ConfirmationRegistry:
     desk = OffWorkflowDesk(search_attribute=None)
     request = PendingConfirmation(
         tool_call_id="call_1",

@@ -62,10 +62,10 @@ from hooks.human_in_the_loop import (
     ToolDecision,
     ToolExecutionDecision,
 )
-from hooks.human_in_the_loop import desk as desk_module
 from hooks.human_in_the_loop import hooks as hooks_module
+from hooks.human_in_the_loop import registry as registry_module
 from hooks.human_in_the_loop import strategies as strategies_module
-from hooks.human_in_the_loop.desk import DESK_KEY
+from hooks.human_in_the_loop.registry import ConfirmationRegistry
 
 # -- the tools, and random calls and answers ---------------------------------------------------
 
@@ -243,7 +243,7 @@ class FakeWorkflow:
         raise AssertionError("a wait_condition never came true")
 
     def _decide_one(self) -> None:
-        desk = current_run().extensions.get(DESK_KEY)
+        desk = current_run().slot(ConfirmationRegistry)
         pending = desk.pending() if desk is not None else []
         if self.first_look is None:
             self.first_look = list(pending)
@@ -268,7 +268,7 @@ class FakeWorkflow:
 def stand_in_workflow(approver: Approver, rng: random.Random) -> Iterator[FakeWorkflow]:
     """The stand-in ``workflow`` in the three modules of this family that use it, for the block."""
     fake = FakeWorkflow(approver, rng)
-    modules = (strategies_module, desk_module, hooks_module)
+    modules = (strategies_module, registry_module, hooks_module)
     originals = [module.workflow for module in modules]
     for module in modules:
         module.workflow = fake

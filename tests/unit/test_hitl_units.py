@@ -20,15 +20,15 @@ from hooks.human_in_the_loop import (
     ToolExecutionDecision,
 )
 from hooks.human_in_the_loop.dataclasses import PendingConfirmation, ToolDecision
-from hooks.human_in_the_loop.desk import (
+from hooks.human_in_the_loop.hooks import apply_decisions, with_unique_ids
+from hooks.human_in_the_loop.registry import (
     DEFAULT_DECISION_LIMITS,
     MAX_FEEDBACK_CHARS,
     MAX_NEW_TOOL_PARAMS_BYTES,
-    ConfirmationDesk,
+    ConfirmationRegistry,
     DecisionError,
     DecisionLimits,
 )
-from hooks.human_in_the_loop.hooks import apply_decisions, with_unique_ids
 from hooks.human_in_the_loop.strategies import (
     MODIFICATION_FEEDBACK_TEMPLATE,
     MODIFICATION_PREVIEW_CHARS,
@@ -156,14 +156,14 @@ ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "re
 ENVELOPE = len('{"text":""}')  # bytes of {"text": ...} around the text, as compact JSON
 
 
-class OffWorkflowDesk(ConfirmationDesk):
+class OffWorkflowDesk(ConfirmationRegistry):
     """A desk outside a workflow: advertising (search attribute, memo) needs one; validating does not."""
 
     def _advertise(self) -> None:
         pass
 
 
-def desk_with(call_id: str = "c1", limits: DecisionLimits | None = DEFAULT_DECISION_LIMITS) -> ConfirmationDesk:
+def desk_with(call_id: str = "c1", limits: DecisionLimits | None = DEFAULT_DECISION_LIMITS) -> ConfirmationRegistry:
     desk = OffWorkflowDesk(search_attribute=None)
     request = PendingConfirmation(
         tool_call_id=call_id,

@@ -1,26 +1,27 @@
-"""``ConfirmationDesk``: the per-run place where pending confirmations wait for decisions.
+"""``ConfirmationRegistry``: the run's registry of pending confirmations and the validator of the
+decisions sent for them.
 
 Strategies publish requests here and wait; the workflow's Signal, Update and Query handlers
-(``hooks.human_in_the_loop.handlers``) validate and deliver decisions here and read the pending
-list. One desk per run, kept in ``RunContext.extensions["confirmations"]``.
+(``hooks.human_in_the_loop.handlers``) validate and record decisions here and read the pending
+list. One registry per run, in the run's slot for it (``current_run().slot(ConfirmationRegistry)``).
 
-Decisions are bounded (issue 12, item 6): a modify's ``new_tool_params`` run with the call
+Decisions are bounded: a modify's ``new_tool_params`` run with the call
 and are sent to the model with every later request, and ``feedback`` is sent to the model as
 is, so an unbounded decision makes model requests a real model refuses. The limits:
 
 - :data:`MAX_NEW_TOOL_PARAMS_BYTES` (64 KiB) of ``new_tool_params`` as compact JSON in UTF-8
-  (:func:`~hooks.human_in_the_loop.dataclasses.canonical_json`): about 16k tokens, far more
+  (:func:`core.tool_records.canonical_json`): about 16k tokens, far more
   than any real tool arguments a person retypes, and small next to Temporal's payload limits
   (a warning at 512 KiB, an error at 2 MiB per payload) and a model's context;
 - :data:`MAX_FEEDBACK_CHARS` (4,000 characters): a few paragraphs (about 1k tokens, at most
   16 KB in UTF-8) of reason or instructions, which is what a confirmation note is for.
 
 ``DurableConfirmationStrategy`` can set other limits per strategy; they travel with each
-request (:meth:`ConfirmationDesk.publish`), since one desk serves every strategy of a run.
+request (:meth:`ConfirmationRegistry.publish`), since one registry serves every strategy of a run.
 
-Who may decide (issue 11, item 2) travels the same way: a request's
+Who may decide travels the same way: a request's
 ``PendingConfirmation.approvers`` (from ``DurableConfirmationStrategy(approvers=...)`` or a
-per-tool list in ``ConfirmationHook``) names the people whose decisions :meth:`ConfirmationDesk.validate`
+per-tool list in ``ConfirmationHook``) names the people whose decisions :meth:`ConfirmationRegistry.validate`
 accepts. Checking here, where the Update's validator and the Signal's handler both check, means no
 client (the CLI, the inbox, a user's own code) can decide for someone not on the list. A timeout
 decides on behalf of no one and is not checked.
@@ -47,9 +48,6 @@ from hooks.human_in_the_loop.dataclasses import (
     ToolDecision,
 )
 from hooks.human_in_the_loop.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL
-
-#: Key of the desk in ``RunContext.extensions``.
-DESK_KEY = "confirmations"
 
 #: Default limit on a modify's ``new_tool_params``, in UTF-8 bytes of their compact JSON.
 MAX_NEW_TOOL_PARAMS_BYTES = 64 * 1024
@@ -103,7 +101,7 @@ PENDING_MEMO_PATCH = "pending-confirmations-memo"
 
 
 class DecisionError(ValueError):
-    """A decision the desk refuses (unknown or decided call, an approver not allowed to decide,
+    """A decision the registry refuses (unknown or decided call, an approver not allowed to decide,
     bad action, bad arguments)."""
 
 
@@ -153,7 +151,7 @@ def approver_refusal(request: PendingConfirmation, approver: str | None) -> str 
     return None
 
 
-class ConfirmationDesk:
+class ConfirmationRegistry:
     """Pending requests and their decisions for one run.
 
     :param search_attribute: Name of the Bool search attribute upserted when the run starts or
@@ -171,13 +169,12 @@ class ConfirmationDesk:
         self._memo: list[dict[str, Any]] = []
 
     @classmethod
-    def of_current_run(cls, search_attribute: str | None = WAITING_FOR_APPROVAL.name) -> ConfirmationDesk:
-        """The current run's desk, created on first use."""
-        extensions = current_run().extensions
-        desk = extensions.get(DESK_KEY)
-        if desk is None:
-            desk = extensions[DESK_KEY] = cls(search_attribute)
-        return desk
+    def of_current_run(cls, search_attribute: str | None = WAITING_FOR_APPROVAL.name) -> ConfirmationRegistry:
+        """The current run's registry, created on first use (with ``search_attribute``).
+
+        :raises RuntimeError: Outside an ``AgentWorkflow`` run.
+        """
+        return current_run().slot_or_create(ConfirmationRegistry, lambda: cls(search_attribute))
 
     # -- what the handlers see ---------------------------------------------------------------
 
