@@ -28,32 +28,11 @@ def import_path(obj: Any) -> str:
     return f"{module}.{qualname}"
 
 
-#: Modules that moved, old prefix -> new prefix. Histories of runs started before a move name
-#: the old paths, and replaying them must still rebuild the same hooks.
-MOVED_MODULES: dict[str, str] = {
-    "hooks.tool_result_offloading.hook.": "hooks.tool_result_offloading.hooks.",
-    "hooks.compaction.types.": "hooks.compaction.protocol.",
-    "hooks.serialization.": "core.serialization.",
-    "agent.state.": "core.state.",
-    "agent.messages.": "core.messages.",
-    "agent.tools.": "core.tools.",
-}
-
-
-def current_path(path: str) -> str:
-    """``path`` after the moves in :data:`MOVED_MODULES`."""
-    for old, new in MOVED_MODULES.items():
-        if path.startswith(old):
-            return new + path[len(old) :]
-    return path
-
-
 def import_object(path: str) -> Any:
-    """Resolve ``module.Qualified.Name`` (an old path of a moved module resolves to its new home).
+    """Resolve ``module.Qualified.Name``.
 
     :raises ValueError: If the module or attribute cannot be found.
     """
-    path = current_path(path)
     parts = path.split(".")
     for split in range(len(parts) - 1, 0, -1):
         module_name = ".".join(parts[:split])

@@ -19,9 +19,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
 from activities.model import ModelCallInput
@@ -40,26 +37,6 @@ _ENDPOINT_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
 _MAX_ENDPOINT_LENGTH = 64
 
 
-#: Set while a spec is rebuilt from recorded data (see :func:`rebuilding`).
-_rebuilding: ContextVar[bool] = ContextVar("chat_generator_spec_rebuilding", default=False)
-
-
-@contextmanager
-def rebuilding() -> Iterator[None]:
-    """Build specs from recorded data: their ``generation_kwargs`` are taken as they are.
-
-    A spec's parameters are checked when it is first built. What a run recorded was accepted then,
-    possibly by an older version with other rules (``SummarizationCompactor(model_settings=...)``
-    took any dict), and a run that continues as new or replays rebuilds it: refusing it now would
-    fail a run that is already going.
-    """
-    token = _rebuilding.set(True)
-    try:
-        yield
-    finally:
-        _rebuilding.reset(token)
-
-
 def _refuse_reserved(keys: Any, where: str) -> None:
     reserved = sorted(RESERVED_GENERATION_KWARGS.intersection(keys))
     if reserved:
@@ -74,8 +51,6 @@ def _check_generation_kwargs(generation_kwargs: Any) -> dict[str, Any]:
         return {}
     if not isinstance(generation_kwargs, dict) or not all(isinstance(k, str) for k in generation_kwargs):
         raise ValueError(f"`generation_kwargs` must be a dict with string keys, got {generation_kwargs!r}.")
-    if _rebuilding.get():
-        return dict(generation_kwargs)
     _refuse_reserved(generation_kwargs, "`generation_kwargs`")
     options = sorted((_REQUEST_OPTIONS - {"extra_body"}).intersection(generation_kwargs))
     if options:
@@ -127,7 +102,7 @@ class ChatGeneratorSpec:
         ``extra_body``) sets a parameter the activity owns (``model``, ``messages``, ``tools``,
         ``stream``), sets an SDK request option the activity cannot honour (``extra_headers``,
         ``extra_query``, ``timeout``) or holds a value that is not JSON; or ``endpoint`` is not an
-        upper-case environment prefix. (:meth:`from_dict` takes recorded ``generation_kwargs`` as they are.)
+        upper-case environment prefix.
     """
 
     def __init__(
@@ -142,11 +117,8 @@ class ChatGeneratorSpec:
     def settings(self) -> dict[str, Any]:
         """What goes into the request body besides model and messages: ``generation_kwargs``, with
         ``extra_body``'s entries merged in (they win, as in the ``openai`` SDK)."""
-        extra_body = self.generation_kwargs.get("extra_body")
-        if not isinstance(extra_body, dict):  # a recorded spec may hold anything there: send it as it is
-            return copy.deepcopy(self.generation_kwargs)
         settings = {k: v for k, v in self.generation_kwargs.items() if k != "extra_body"}
-        settings.update(extra_body)
+        settings.update(self.generation_kwargs.get("extra_body", {}))
         return copy.deepcopy(settings)
 
     def request(self, messages: list[ChatMessage]) -> ModelCallInput:
@@ -163,9 +135,11 @@ class ChatGeneratorSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ChatGeneratorSpec:
-        """Rebuild the spec from :meth:`to_dict`'s output (its ``generation_kwargs`` as recorded, see :func:`rebuilding`)."""
-        with rebuilding():
-            return default_from_dict(cls, data)
+        """Rebuild the spec from :meth:`to_dict`'s output.
+
+        :raises ValueError: As the constructor.
+        """
+        return default_from_dict(cls, data)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ChatGeneratorSpec):

@@ -9,7 +9,7 @@ from temporalio.exceptions import is_cancelled_exception
 from core.messages import ChatMessage
 from core.serialization import default_to_dict, object_from_dict
 from hooks import lifecycle
-from hooks.compaction.chat_generator import ChatGeneratorSpec, rebuilding
+from hooks.compaction.chat_generator import ChatGeneratorSpec
 from hooks.compaction.protocol import Compactor
 from hooks.compaction.rendering import render_message
 from hooks.compaction.token_counters import TokenCounter
@@ -369,9 +369,6 @@ class SummarizationCompactor(Compactor):
     def from_dict(cls, data: dict[str, Any]) -> SummarizationCompactor:
         """Rebuild the compactor from :meth:`to_dict`'s output.
 
-        Also takes the form written before ``chat_generator`` existed (``model`` and
-        ``model_settings``), which runs started then carry in their history. Generation parameters
-        are taken as recorded (see ``hooks.compaction.chat_generator.rebuilding``).
+        :raises ValueError: As the constructor.
         """
-        with rebuilding():
-            return cls(**data.get("init_parameters", {}))
+        return cls(**data.get("init_parameters", {}))

@@ -246,7 +246,7 @@ class ToolResultOffloadCompactor(Compactor):
         """Rebuild the compactor and its store from :meth:`to_dict`'s output."""
         params = dict(data.get("init_parameters", {}))
         store = params.pop("store")
-        deadline = params.pop("write_deadline_seconds", DEFAULT_COMPACTION_WRITE_DEADLINE.total_seconds())
+        deadline = params.pop("write_deadline_seconds")
         return cls(
             object_from_dict(store) if isinstance(store, dict) else store,
             write_deadline=timedelta(seconds=deadline),

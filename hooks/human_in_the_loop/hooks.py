@@ -266,7 +266,7 @@ class ConfirmationHook:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ConfirmationHook:
-        """Rebuild from :meth:`to_dict`'s output (older output, without ``approvers``, has none)."""
+        """Rebuild from :meth:`to_dict`'s output."""
         params = data.get("init_parameters", {})
         raw = params.get("confirmation_strategies", {})
         approvers = params.get("approvers")

@@ -96,10 +96,6 @@ class DecisionLimits:
 DEFAULT_DECISION_LIMITS = DecisionLimits()
 
 
-#: The patch marker of runs that publish their pending calls in the memo.
-PENDING_MEMO_PATCH = "pending-confirmations-memo"
-
-
 class DecisionError(ValueError):
     """A decision the registry refuses (unknown or decided call, an approver not allowed to decide,
     bad action, bad arguments)."""
@@ -162,7 +158,7 @@ class ConfirmationRegistry:
         self.search_attribute = search_attribute
         self._pending: dict[str, PendingConfirmation] = {}
         self._schemas: dict[str, dict[str, Any]] = {}
-        self._limits: dict[str, DecisionLimits | None] = {}
+        self._limits: dict[str, DecisionLimits] = {}
         self._decisions: dict[str, tuple[ToolDecision, DecisionRecord]] = {}
         self._closed: dict[str, DecisionRecord] = {}
         self._advertised = False
@@ -221,8 +217,7 @@ class ConfirmationRegistry:
                 f"Tool call '{call_id}' has arguments with hash {request.arguments_sha256}, "
                 f"not {decision.arguments_sha256}: the decision was made for other arguments."
             )
-        limits = self._limits.get(call_id)
-        too_big = limits.problems(decision) if limits is not None else []
+        too_big = self._limits[call_id].problems(decision)
         if too_big:
             raise DecisionError(f"Decision on tool call '{call_id}' is too big: {'; '.join(too_big)}.")
         if decision.action == "modify":
@@ -263,14 +258,13 @@ class ConfirmationRegistry:
         self,
         request: PendingConfirmation,
         schema: dict[str, Any] | None,
-        limits: DecisionLimits | None = DEFAULT_DECISION_LIMITS,
+        limits: DecisionLimits = DEFAULT_DECISION_LIMITS,
     ) -> None:
         """Make a request pending (visible to the query, decidable by Signal/Update).
 
         :param request: What is asked.
         :param schema: The tool's JSON schema; a modify's ``new_tool_params`` must satisfy it.
-        :param limits: How big a decision on this request may be; ``None`` for no limit (only for
-            requests of runs recorded before the limits existed, which must replay as they ran).
+        :param limits: How big a decision on this request may be.
         :raises ValueError: If a request with the same ``tool_call_id`` was already published.
         """
         call_id = request.tool_call_id
@@ -314,20 +308,18 @@ class ConfirmationRegistry:
 
     def _advertise(self) -> None:
         """Publish what waits where visibility returns it: the Bool search attribute (when the
-        strategy names one) and, for runs started since the memo was added, a summary of each
-        pending call in the memo, so listing waiting runs needs no per-run query."""
+        strategy names one) and a summary of each pending call in the memo, so listing waiting runs
+        needs no per-run query. Every run that parks on a confirmation publishes the memo."""
         pending = self.pending()
         waiting = bool(pending)
         if waiting != self._advertised and self.search_attribute is not None:
             self._advertised = waiting
             key = SearchAttributeKey.for_bool(self.search_attribute)
             workflow.upsert_search_attributes([key.value_set(waiting)])
-        # Runs recorded before the memo existed replay without it (no marker in their history).
-        if workflow.patched(PENDING_MEMO_PATCH):
-            summaries = [PendingSummary.of(request).model_dump(mode="json") for request in pending]
-            if summaries != self._memo:
-                self._memo = summaries
-                workflow.upsert_memo({PENDING_MEMO_KEY: summaries})
+        summaries = [PendingSummary.of(request).model_dump(mode="json") for request in pending]
+        if summaries != self._memo:
+            self._memo = summaries
+            workflow.upsert_memo({PENDING_MEMO_KEY: summaries})
 
 
 def schema_errors(schema: dict[str, Any], params: Any) -> list[str]:

@@ -76,14 +76,6 @@ TIMEOUT_FEEDBACK_TEMPLATE = "No one answered the confirmation request within {ti
 #: Haystack's (``{final_tool_params}`` is the parameters dict itself).
 MODIFICATION_PREVIEW_CHARS = 1_000
 
-#: Patch id (``workflow.patched``) under which requests carry decision limits: requests of runs
-#: recorded before the limits existed replay without them, as they ran.
-DECISION_LIMITS_PATCH = "hitl-decision-limits"
-
-#: Patch id under which a learning policy sees the calls of one tool in call order (see the
-#: module docstring): runs recorded before asked such calls concurrently and replay that way.
-ASK_IN_TOOL_ORDER_PATCH = "hitl-ask-in-tool-order"
-
 NOTIFY_RETRY_POLICY = RetryPolicy(
     initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_interval=timedelta(minutes=10)
 )
@@ -251,7 +243,7 @@ class DurableConfirmationStrategy:
         queue = self._in_tool_order.setdefault(tool_name, [])
         queue.append(tool_call_id)
         try:
-            if queue[0] != tool_call_id and workflow.in_workflow() and workflow.patched(ASK_IN_TOOL_ORDER_PATCH):
+            if queue[0] != tool_call_id and workflow.in_workflow():
                 await workflow.wait_condition(lambda: queue[0] == tool_call_id)
             return await self._ask_and_wait(tool_name, tool_description, tool_params, tool_call_id, allowed)
         finally:
@@ -295,8 +287,7 @@ class DurableConfirmationStrategy:
             approvers=approvers,
             **self._request_extras(),
         )
-        limits = self.limits if workflow.patched(DECISION_LIMITS_PATCH) else None
-        registry.publish(request, schema=spec.parameters if spec is not None else None, limits=limits)
+        registry.publish(request, schema=spec.parameters if spec is not None else None, limits=self.limits)
         notifying = self._start_notification(run.run_id, request)
         try:
             await workflow.wait_condition(
@@ -409,8 +400,7 @@ class DurableConfirmationStrategy:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DurableConfirmationStrategy:
-        """Rebuild from :meth:`to_dict`'s output (older output, without the limits or the approvers,
-        gets the defaults)."""
+        """Rebuild from :meth:`to_dict`'s output."""
         return cls(**cls._init_parameters(dict(data.get("init_parameters", {}))))
 
     @classmethod

@@ -286,7 +286,5 @@ class ToolResultOffloadHook:
                 decode_tool_key(k): object_from_dict(p) for k, p in params.get("offload_strategies", {}).items()
             },
             preview_chars=params.get("preview_chars", 200),
-            write_deadline=timedelta(
-                seconds=params.get("write_deadline_seconds", DEFAULT_WRITE_DEADLINE.total_seconds())
-            ),
+            write_deadline=timedelta(seconds=params["write_deadline_seconds"]),
         )

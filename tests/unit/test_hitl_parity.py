@@ -5,7 +5,7 @@ Haystack's hook runs as shipped (``ConfirmationHook.run`` with ``BlockingConfirm
 a scripted ``ConfirmationUI``). Ours runs two ways:
 
 - **durable**: ``ConfirmationHook.run_async`` with ``BlockingConfirmationStrategy``, the real desk
-  and the real strategy code, on a stand-in for ``temporalio.workflow`` (its clock, patches, memo
+  and the real strategy code, on a stand-in for ``temporalio.workflow`` (its clock, memo
   and ``wait_condition``) whose approver decides one pending request at a time, in a random
   order, as a person answering Updates would; no server is needed;
 - **local**: ``ConfirmationHook.run`` (the non-durable path) with the same strategy asking a
@@ -212,7 +212,6 @@ class FakeWorkflow:
         self.approver = approver
         self.rng = rng
         self.logger = logging.getLogger("fake-workflow")
-        self.patches: list[str] = []
         self.published: list[PendingConfirmation] = []
         self.first_look: list[PendingConfirmation] | None = None  # what waited when the approver first looked
 
@@ -221,10 +220,6 @@ class FakeWorkflow:
 
     def now(self) -> datetime:
         return datetime(2026, 1, 1, tzinfo=UTC)
-
-    def patched(self, patch_id: str) -> bool:
-        self.patches.append(patch_id)
-        return True
 
     def upsert_search_attributes(self, updates: Any) -> None:
         pass
@@ -446,7 +441,6 @@ async def test_same_tool_waits_in_call_order_other_tools_concurrently():
             set_current_run(RunContext(run_id="order", agent=AgentSpec(model="m", tools=list(TOOLS)), state=state))
             await hook.run_async(state)
         assert {p.tool_call_id for p in fake.first_look} == first_wave, policy
-        assert (strategies_module.ASK_IN_TOOL_ORDER_PATCH in fake.patches) == (policy == "ask_once")
         assert [m.role.value for m in state.data["messages"]] == ["user", "assistant"]
 
 

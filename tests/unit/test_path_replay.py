@@ -108,8 +108,6 @@ async def test_replay_history(path):
         )
     else:
         assert last == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
-    if path == "ask_once_in_order":
-        assert EventType.EVENT_TYPE_MARKER_RECORDED in types  # the patches
     if path == "offload_in_workflow":
         scheduled = [
             e.activity_task_scheduled_event_attributes.activity_type.name

@@ -22,7 +22,7 @@ HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 RUN_LOOP_HISTORY = HISTORIES / "run_loop.json"
 #: Offloading inside the tool activity + conversation by reference (model inputs name stored conversation).
 OFFLOAD_HISTORY = HISTORIES / "offload_conversation.json"
-#: Recorded before model inputs referred to stored conversation: runs started then must still replay.
+#: A worker without a conversation store: every model input carries the whole conversation.
 WHOLE_CONVERSATION_HISTORY = HISTORIES / "run_loop_whole_conversation.json"
 
 
@@ -50,6 +50,7 @@ async def test_replay_detects_a_changed_workflow():
 
 async def record(address: str) -> None:
     """Run the representative scenario against a dev server and write its history."""
+    from activities.model import ModelActivities
     from agent.client import connect
     from agent.dev.scripted_model import ScriptedModelServer
     from tests import tools as t
@@ -60,30 +61,31 @@ async def record(address: str) -> None:
         os.environ["OPENAI_BASE_URL"] = scripted.base_url
         os.environ["OPENAI_API_KEY"] = "scripted-model"
         client = await connect(address)
-        model = "replay-run-loop"
-        scripted.script(
-            model,
-            [
-                {
-                    "tool_calls": [
-                        {"name": "add", "arguments": {"a": 1, "b": 2}},
-                        {"name": "echo", "arguments": {"text": "x"}},
-                    ]
-                },
-                {"tool_calls": [{"name": "add", "arguments": '{"a": 1'}]},
-                {"text": "first"},
-                {"text": "second"},
-            ],
-        )
+        replies = [
+            {
+                "tool_calls": [
+                    {"name": "add", "arguments": {"a": 1, "b": 2}},
+                    {"name": "echo", "arguments": {"text": "x"}},
+                ]
+            },
+            {"tool_calls": [{"name": "add", "arguments": '{"a": 1'}]},
+            {"text": "first"},
+            {"text": "second"},
+        ]
         hooks = {**ALL_TRACE_HOOKS, "on_exit": [t.trace_on_exit, t.continue_once]}
-        agent = Agent(model=model, tools=[t.add, t.echo], hooks=hooks, state_schema=TRACE, system_prompt="sys")
-        async with create_worker(client, tools=t.TEST_TOOLS, task_queue="record"):
-            handle = await agent.start(
-                client, [ChatMessage.from_user("go")], run_id="replay-run-loop", task_queue="record"
-            )
-            await handle.result()
-            history = await handle.workflow.fetch_history()
-        write_history(RUN_LOOP_HISTORY, "replay-run-loop", history)
+        # The same run twice: on a worker that stores conversations (model inputs name the stored
+        # prefix) and on one that does not (every model input carries the whole conversation).
+        for path, run_id, model_activities in (
+            (RUN_LOOP_HISTORY, "replay-run-loop", None),
+            (WHOLE_CONVERSATION_HISTORY, "replay-whole-conversation", ModelActivities(conversations=None)),
+        ):
+            scripted.script(run_id, replies)
+            agent = Agent(model=run_id, tools=[t.add, t.echo], hooks=hooks, state_schema=TRACE, system_prompt="sys")
+            async with create_worker(client, tools=t.TEST_TOOLS, task_queue=run_id, model_activities=model_activities):
+                handle = await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=run_id)
+                await handle.result()
+                history = await handle.workflow.fetch_history()
+            write_history(path, run_id, history)
 
         from hooks.tool_result_offloading import OffloadOverChars, S3ToolResultStore, ToolResultOffloadHook
 
@@ -123,4 +125,4 @@ if __name__ == "__main__":
     from tests.history_recording import record_in_dev_stack
 
     record_in_dev_stack(record)
-    print(f"recorded {RUN_LOOP_HISTORY} and {OFFLOAD_HISTORY}")
+    print(f"recorded {RUN_LOOP_HISTORY}, {WHOLE_CONVERSATION_HISTORY} and {OFFLOAD_HISTORY}")
