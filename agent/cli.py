@@ -35,7 +35,7 @@ from core.settings import Settings
 from core.wire import WORKFLOW_TYPE
 from hooks.family import families
 from hooks.human_in_the_loop.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL
-from runtime.tracing import prometheus_bind_address
+from runtime.telemetry import prometheus_bind_address
 from runtime.worker import create_worker
 
 

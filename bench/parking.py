@@ -33,7 +33,7 @@ from bench.common import bench_stack, start_bench_worker
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
 from hooks.human_in_the_loop.client import list_waiting_runs
 from hooks.human_in_the_loop.wire import WAITING_RUNS_QUERY
-from runtime.tracing import PROMETHEUS_ENV
+from runtime.telemetry import PROMETHEUS_ENV
 
 #: Where the worker's ``stamp`` tool writes "<workflow id> <time.time()>" lines.
 STAMPS_ENV = "PARKING_STAMPS_FILE"

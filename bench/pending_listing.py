@@ -4,7 +4,7 @@ waiting for approval (one visibility listing; each run's pending calls come from
     .venv/bin/python -m bench.pending_listing [--runs 1000,10000] [--repeat 3] [--db-file]
 
 The runs: ``AgentWorkflow`` runs started on a task queue no worker polls, with the memo and the
-``AgentWaitingForApproval`` search attribute a parked run publishes (the confirmation desk's
+``AgentWaitingForApproval`` search attribute a parked run publishes (the confirmation registry's
 ``_advertise``). The listing reads only visibility, so it sees them exactly as it sees runs a
 worker parked; starting them costs one server call each (~80 runs/s here) instead of two workflow
 tasks and a model call (~20 runs/s), so 10,000 fit the time budget. ``bench.parked_runs`` lists

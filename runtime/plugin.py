@@ -9,7 +9,7 @@ What a worker gets:
 - the tool activity (``invoke_tool``) when the plugin is given tools;
 - each family's warm-up, run once per process before the worker polls;
 - with tracing on, temporalio's OpenTelemetry interceptor (client, worker and replayer), and with a
-  Prometheus address, a Runtime serving the SDK's metrics (``runtime/tracing.py``).
+  Prometheus address, a Runtime serving the SDK's metrics (``runtime/telemetry.py``).
 
 A client from :func:`agent.connect` carries an ``AgentPlugin`` (without tools); a worker built
 on it gets everything but the tools, which ``create_worker`` adds.
@@ -37,7 +37,7 @@ from core.tools import Tool
 from core.wire import CHAT_COMPLETION_ACTIVITY
 from hooks.family import check_families, family_activities, warm_up_families
 from runtime.sandbox import workflow_runner
-from runtime.tracing import has_tracing_interceptor, prometheus_bind_address, prometheus_runtime, tracing_interceptor
+from runtime.telemetry import has_tracing_interceptor, prometheus_bind_address, prometheus_runtime, tracing_interceptor
 from workflows.agent_workflow import AgentWorkflow
 
 
@@ -53,7 +53,7 @@ class AgentPlugin(SimplePlugin):
         activity is registered (``create_worker`` passes the tools).
     :param model_activities: The model client holder; by default one from ``OPENAI_*``.
     :param tracing: OpenTelemetry tracing on or off; None (default) follows the ``OTEL_*``
-        environment (on when ``OTEL_TRACES_EXPORTER`` is set and not ``none``). See runtime/tracing.py.
+        environment (on when ``OTEL_TRACES_EXPORTER`` is set and not ``none``). See runtime/telemetry.py.
     :param prometheus_bind: ``host:port`` serving Temporal's SDK metrics at ``/metrics`` for clients
         this plugin connects (and their workers); None (default) reads ``AGENT_PROMETHEUS_BIND``, ""
         turns it off.
@@ -84,7 +84,7 @@ class AgentPlugin(SimplePlugin):
             run_context=self._warm_up,
         )
 
-    # -- tracing and metrics (runtime/tracing.py): one tracing interceptor per client and worker,
+    # -- tracing and metrics (runtime/telemetry.py): one tracing interceptor per client and worker,
     # however many AgentPlugins (the client's, the worker's) or user interceptors are around.
 
     def configure_client(self, config: ClientConfig) -> ClientConfig:

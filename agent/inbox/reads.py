@@ -161,12 +161,12 @@ class HistoryReader:
         description = await handle.describe()
         out = RunRead(run_id=run_id, status=description.status.name if description.status else "UNKNOWN")
         events = [event async for event in handle.fetch_history_events()]
-        await _Fold(self.client, out).run(events)
+        await _HistoryReader(self.client, out).run(events)
         return out
 
 
-class _Fold:
-    """One pass over the events; keeps what the pages need."""
+class _HistoryReader:
+    """Reads a run's history events into its :class:`RunRead`, in one pass, keeping what the pages need."""
 
     def __init__(self, client: Client, out: RunRead) -> None:
         self.converter = client.data_converter

@@ -21,7 +21,7 @@ from hooks._tool_keys import (
     validate_tool_keys,
 )
 from hooks.human_in_the_loop.dataclasses import ToolExecutionDecision
-from hooks.human_in_the_loop.protocol import ConfirmationStrategy
+from hooks.human_in_the_loop.protocol import ConfirmationCall, ConfirmationStrategy
 from hooks.human_in_the_loop.registry import approver_list
 from hooks.human_in_the_loop.strategies import (
     MODIFICATION_FEEDBACK_TEMPLATE,
@@ -143,10 +143,11 @@ class ConfirmationHook:
         last, calls, tools, context = pending
         decisions = []
         for call in calls:
-            strategy, inputs = self._strategy_inputs(call, tools, context)
-            if strategy is None:
+            asked = self._strategy_inputs(call, tools, context)
+            if asked is None:
                 decisions.append(_passthrough(call))
                 continue
+            strategy, inputs = asked
             run = getattr(strategy, "run", None)
             if not callable(run):
                 raise TypeError(
@@ -193,34 +194,38 @@ class ConfirmationHook:
 
     def _strategy_inputs(
         self, call: ToolCall, tools: dict[str, ToolSpec], context: dict[str, Any] | None
-    ) -> tuple[ConfirmationStrategy | None, dict[str, Any]]:
-        """The call's strategy and its keyword arguments; no strategy for a call that runs unasked
-        (no key matches its tool, the tool is unknown, or its arguments did not parse)."""
+    ) -> tuple[ConfirmationStrategy, ConfirmationCall] | None:
+        """The call's strategy and its keyword arguments; None for a call that runs unasked (no key
+        matches its tool, the tool is unknown, or its arguments did not parse)."""
         spec = tools.get(call.tool_name)
         strategy = lookup_by_tool(call.tool_name, self.confirmation_strategies)
         if spec is None or strategy is None or (call.extra and "invalid_arguments" in call.extra):
-            return None, {}
-        inputs = {
-            "tool_name": call.tool_name,
-            "tool_description": spec.description,
-            "tool_params": dict(call.arguments),
-            "tool_call_id": call.id,
-            "confirmation_strategy_context": context,
-        }
+            return None
+        inputs = ConfirmationCall(
+            tool_name=call.tool_name,
+            tool_description=spec.description,
+            tool_params=dict(call.arguments),
+            tool_call_id=call.id,
+            confirmation_strategy_context=context,
+        )
         return strategy, inputs
 
     async def _decide(
         self, call: ToolCall, tools: dict[str, ToolSpec], context: dict[str, Any] | None
     ) -> ToolExecutionDecision:
-        strategy, inputs = self._strategy_inputs(call, tools, context)
-        if strategy is None:
+        asked = self._strategy_inputs(call, tools, context)
+        if asked is None:
             return _passthrough(call)
+        strategy, inputs = asked
         run_async = getattr(strategy, "run_async", None)
         # A per-tool list replaces the strategy's own (validated at construction: the strategy takes it).
         override = lookup_by_tool(call.tool_name, self.approvers) if self.approvers else None
-        if override is not None and run_async is not None:
-            inputs["approvers"] = list(override)
-        decision = await run_async(**inputs) if run_async is not None else strategy.run(**inputs)
+        if run_async is None:
+            decision = strategy.run(**inputs)
+        elif override is not None:
+            decision = await run_async(approvers=list(override), **inputs)
+        else:
+            decision = await run_async(**inputs)
         return _bound(decision, call)
 
     def search_attributes(self) -> dict[str, str]:

@@ -12,7 +12,8 @@ workflow, where reading a console would block the worker.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, Protocol, Required, TypedDict, Unpack, runtime_checkable
 
 from core.serialization import default_from_dict, default_to_dict
 from hooks.human_in_the_loop.dataclasses import ConfirmationUIResult, ToolExecutionDecision
@@ -65,6 +66,44 @@ class ConfirmationPolicy:
         return f"{type(self).__name__}()"
 
 
+class ConfirmationCall(TypedDict, total=False):
+    """The keyword arguments of every strategy's ``run_async`` and ``run``: Haystack's strategy
+    signature, written once. ``ConfirmationHook`` passes them by name.
+
+    :param tool_name: The tool to be called (required).
+    :param tool_description: Its description (required).
+    :param tool_params: The arguments the model asked for (required).
+    :param tool_call_id: The call's id (the hook gives id-less calls a deterministic one).
+    :param confirmation_strategy_context: The run's ``hook_context`` (JSON data).
+    """
+
+    tool_name: Required[str]
+    tool_description: Required[str]
+    tool_params: Required[dict[str, Any]]
+    tool_call_id: str | None
+    confirmation_strategy_context: dict[str, Any] | None
+
+
+_REQUIRED_KEYWORDS = ("tool_name", "tool_description", "tool_params")
+_KEYWORDS = (*_REQUIRED_KEYWORDS, "tool_call_id", "confirmation_strategy_context")
+
+
+def confirmation_call(call: Mapping[str, Any], where: str) -> ConfirmationCall:
+    """``call`` checked as a Python call with :class:`ConfirmationCall`'s keywords would be.
+
+    :param call: The keyword arguments a strategy was called with.
+    :param where: The method, for the message (``"DurableConfirmationStrategy.run_async"``).
+    :raises TypeError: For a missing required keyword or an unknown one.
+    """
+    missing = [name for name in _REQUIRED_KEYWORDS if name not in call]
+    if missing:
+        raise TypeError(f"{where}() missing required keyword argument(s): {', '.join(missing)}")
+    unknown = [name for name in call if name not in _KEYWORDS]
+    if unknown:
+        raise TypeError(f"{where}() got unexpected keyword argument(s): {', '.join(unknown)}")
+    return ConfirmationCall(**call)  # type: ignore[typeddict-item]
+
+
 @runtime_checkable
 class ConfirmationStrategy(Protocol):
     """Turns one pending tool call into a :class:`ToolExecutionDecision`.
@@ -75,23 +114,8 @@ class ConfirmationStrategy(Protocol):
     non-durable path, calls it (``BlockingConfirmationStrategy.run`` asks through its UI there).
     """
 
-    async def run_async(
-        self,
-        *,
-        tool_name: str,
-        tool_description: str,
-        tool_params: dict[str, Any],
-        tool_call_id: str | None = None,
-        confirmation_strategy_context: dict[str, Any] | None = None,
-    ) -> ToolExecutionDecision:
-        """Decide on one call.
-
-        :param tool_name: The tool to be called.
-        :param tool_description: Its description.
-        :param tool_params: The arguments the model asked for.
-        :param tool_call_id: The call's id (the hook gives id-less calls a deterministic one).
-        :param confirmation_strategy_context: The run's ``hook_context`` (JSON data).
-        """
+    async def run_async(self, **call: Unpack[ConfirmationCall]) -> ToolExecutionDecision:
+        """Decide on one call (:class:`ConfirmationCall` lists the keywords)."""
         ...
 
     def to_dict(self) -> dict[str, Any]:

@@ -36,25 +36,21 @@ approver to check.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
 
 from core.serialization import default_to_dict, object_from_dict, object_to_dict
 from core.tool_records import arguments_sha256
 from hooks.context import current_run
-from hooks.human_in_the_loop.activities import notify_approval_request
+from hooks.human_in_the_loop.activities import start_notification
 from hooks.human_in_the_loop.dataclasses import (
-    ApprovalNotification,
     ConfirmationUIResult,
     PendingConfirmation,
     ToolExecutionDecision,
 )
-from hooks.human_in_the_loop.protocol import ConfirmationPolicy, ConfirmationUI
+from hooks.human_in_the_loop.protocol import ConfirmationCall, ConfirmationPolicy, ConfirmationUI, confirmation_call
 from hooks.human_in_the_loop.registry import (
     MAX_FEEDBACK_CHARS,
     MAX_NEW_TOOL_PARAMS_BYTES,
@@ -75,10 +71,6 @@ TIMEOUT_FEEDBACK_TEMPLATE = "No one answered the confirmation request within {ti
 #: ones are cut here and followed by their full length. At or under it the text is exactly
 #: Haystack's (``{final_tool_params}`` is the parameters dict itself).
 MODIFICATION_PREVIEW_CHARS = 1_000
-
-NOTIFY_RETRY_POLICY = RetryPolicy(
-    initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_interval=timedelta(minutes=10)
-)
 
 
 def params_preview(params: dict[str, Any], limit: int = MODIFICATION_PREVIEW_CHARS) -> dict[str, Any] | str:
@@ -214,53 +206,41 @@ class DurableConfirmationStrategy:
         return self.limits.max_feedback_chars
 
     async def run_async(
-        self,
-        *,
-        tool_name: str,
-        tool_description: str,
-        tool_params: dict[str, Any],
-        tool_call_id: str | None = None,
-        confirmation_strategy_context: dict[str, Any] | None = None,
-        approvers: list[str] | None = None,
+        self, *, approvers: list[str] | None = None, **call: Unpack[ConfirmationCall]
     ) -> ToolExecutionDecision:
         """Ask (if the policy says so), wait for a decision or the timeout, and apply it.
 
-        :param tool_name: The tool to be called.
-        :param tool_description: Its description (shown in the request).
-        :param tool_params: The arguments the model asked for.
-        :param tool_call_id: The call's id; required (the hook always gives one).
-        :param confirmation_strategy_context: The run's ``hook_context`` (unused here).
         :param approvers: Who may decide this call, instead of the strategy's ``approvers``
             (``ConfirmationHook`` passes its per-tool list); None: the strategy's.
+        :param call: The call (:class:`~hooks.human_in_the_loop.protocol.ConfirmationCall`); its
+            ``tool_call_id`` is required when the policy asks (the hook always gives one).
+        :raises TypeError: For a missing or unknown keyword in ``call``.
         :raises ValueError: Without a ``tool_call_id`` when the policy asks, or for ``approvers``
             that is not a non-empty list of non-blank names.
         :raises RuntimeError: Outside an ``AgentWorkflow`` run, when the policy asks.
         """
+        call = confirmation_call(call, f"{type(self).__name__}.run_async")
         allowed = approver_list(approvers, "approvers for this call") if approvers is not None else self.approvers
+        tool_name, tool_call_id = call["tool_name"], call.get("tool_call_id")
         if not tool_call_id or not policy_learns(self.confirmation_policy):
-            return await self._ask_and_wait(tool_name, tool_description, tool_params, tool_call_id, allowed)
+            return await self._ask_and_wait(call, allowed)
         # A learning policy sees this tool's calls in call order (see the module docstring).
         queue = self._in_tool_order.setdefault(tool_name, [])
         queue.append(tool_call_id)
         try:
             if queue[0] != tool_call_id and workflow.in_workflow():
                 await workflow.wait_condition(lambda: queue[0] == tool_call_id)
-            return await self._ask_and_wait(tool_name, tool_description, tool_params, tool_call_id, allowed)
+            return await self._ask_and_wait(call, allowed)
         finally:
             queue.remove(tool_call_id)
             if not queue:
                 del self._in_tool_order[tool_name]
 
-    async def _ask_and_wait(
-        self,
-        tool_name: str,
-        tool_description: str,
-        tool_params: dict[str, Any],
-        tool_call_id: str | None,
-        approvers: list[str] | None,
-    ) -> ToolExecutionDecision:
+    async def _ask_and_wait(self, call: ConfirmationCall, approvers: list[str] | None) -> ToolExecutionDecision:
         """Ask the policy; if it says ask, publish the request (with who may decide it), wait for
         its decision and apply it."""
+        tool_name, tool_description, tool_params = call["tool_name"], call["tool_description"], call["tool_params"]
+        tool_call_id = call.get("tool_call_id")
         if not self.confirmation_policy.should_ask(tool_name, tool_description, tool_params):
             return self._unasked(tool_name, tool_call_id, tool_params)
         if not tool_call_id:
@@ -288,7 +268,7 @@ class DurableConfirmationStrategy:
             **self._request_extras(),
         )
         registry.publish(request, schema=spec.parameters if spec is not None else None, limits=self.limits)
-        notifying = self._start_notification(run.run_id, request)
+        notifying = start_notification(self.notify_url, run.run_id, request, self.timeout)
         try:
             await workflow.wait_condition(
                 lambda: registry.decision(tool_call_id) is not None,
@@ -346,26 +326,6 @@ class DurableConfirmationStrategy:
         return ToolExecutionDecision(
             tool_name=tool_name, execute=True, tool_call_id=tool_call_id, final_tool_params=tool_params
         )
-
-    def _start_notification(self, run_id: str, request: PendingConfirmation) -> asyncio.Task | None:
-        if self.notify_url is None:
-            return None
-        notification = ApprovalNotification(url=self.notify_url, run_id=run_id, request=request)
-
-        async def notify() -> None:
-            try:
-                await workflow.execute_activity(
-                    notify_approval_request,
-                    notification,
-                    start_to_close_timeout=timedelta(seconds=30),
-                    schedule_to_close_timeout=self.timeout,
-                    retry_policy=NOTIFY_RETRY_POLICY,
-                    summary=f"notify: {request.tool_name} awaits confirmation",
-                )
-            except ActivityError as err:  # the request stays pending; only the notification is lost
-                workflow.logger.warning("Approval notification for %s failed: %s", request.tool_call_id, err)
-
-        return asyncio.create_task(notify())
 
     def search_attributes(self) -> dict[str, str]:
         """The Bool attribute this strategy sets while a run waits (none when ``search_attribute=None``)."""
@@ -450,22 +410,11 @@ class BlockingConfirmationStrategy(DurableConfirmationStrategy):
             raise ValueError(f"confirmation_ui needs a get_user_confirmation() method, got {confirmation_ui!r}.")
         self.confirmation_ui = confirmation_ui
 
-    def run(
-        self,
-        *,
-        tool_name: str,
-        tool_description: str,
-        tool_params: dict[str, Any],
-        tool_call_id: str | None = None,
-        confirmation_strategy_context: dict[str, Any] | None = None,
-    ) -> ToolExecutionDecision:
+    def run(self, **call: Unpack[ConfirmationCall]) -> ToolExecutionDecision:
         """Ask through ``confirmation_ui`` in this process (a local run) and apply the answer.
 
-        :param tool_name: The tool to be called.
-        :param tool_description: Its description (shown to the person).
-        :param tool_params: The arguments the model asked for.
-        :param tool_call_id: The call's id, copied into the decision.
-        :param confirmation_strategy_context: The run's ``hook_context`` (unused here).
+        :param call: The call (:class:`~hooks.human_in_the_loop.protocol.ConfirmationCall`).
+        :raises TypeError: For a missing or unknown keyword in ``call``.
         :raises RuntimeError: Inside a workflow, where a prompt would block the worker: there the
             strategy waits durably through :meth:`run_async`.
         """
@@ -475,6 +424,9 @@ class BlockingConfirmationStrategy(DurableConfirmationStrategy):
                 "inside an AgentWorkflow run the strategy waits durably: await run_async(...) "
                 "(ConfirmationHook.run_async does)."
             )
+        call = confirmation_call(call, "BlockingConfirmationStrategy.run")
+        tool_name, tool_description, tool_params = call["tool_name"], call["tool_description"], call["tool_params"]
+        tool_call_id = call.get("tool_call_id")
         if not self.confirmation_policy.should_ask(tool_name, tool_description, tool_params):
             return self._unasked(tool_name, tool_call_id, tool_params)
         answer = self.confirmation_ui.get_user_confirmation(tool_name, tool_description, tool_params)
@@ -483,28 +435,14 @@ class BlockingConfirmationStrategy(DurableConfirmationStrategy):
         return self._apply(tool_name, tool_call_id, tool_params, result)
 
     async def run_async(
-        self,
-        *,
-        tool_name: str,
-        tool_description: str,
-        tool_params: dict[str, Any],
-        tool_call_id: str | None = None,
-        confirmation_strategy_context: dict[str, Any] | None = None,
-        approvers: list[str] | None = None,
+        self, *, approvers: list[str] | None = None, **call: Unpack[ConfirmationCall]
     ) -> ToolExecutionDecision:
         """In a workflow: wait durably (:meth:`DurableConfirmationStrategy.run_async`, where
         ``approvers`` replaces the strategy's list for this call); elsewhere: :meth:`run` (a local
         run asks whoever is at the console, so no approver is checked)."""
-        inputs = {
-            "tool_name": tool_name,
-            "tool_description": tool_description,
-            "tool_params": tool_params,
-            "tool_call_id": tool_call_id,
-            "confirmation_strategy_context": confirmation_strategy_context,
-        }
         if workflow.in_workflow():
-            return await super().run_async(**inputs, approvers=approvers)
-        return self.run(**inputs)
+            return await super().run_async(approvers=approvers, **call)
+        return self.run(**call)
 
     def _request_extras(self) -> dict[str, Any]:
         """Each request names the UI the approver's side should ask through."""

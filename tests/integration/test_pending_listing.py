@@ -3,7 +3,7 @@ several visibility pages, on the dev server (issue 10 item 3).
 
 The runs are started in a namespace of this module's own, on a task queue no worker polls, with
 the memo and the ``AgentWaitingForApproval`` search attribute a parked run publishes (the
-confirmation desk's ``_advertise``): the listing reads only visibility, so it sees them exactly as
+confirmation registry's ``_advertise``): the listing reads only visibility, so it sees them exactly as
 it sees parked runs, and the test knows every run of the namespace.
 """
 

@@ -1,6 +1,6 @@
 """Who may decide (issue 11, item 2), without a server: the ``approvers`` arguments of
 ``DurableConfirmationStrategy`` and ``ConfirmationHook`` (errors, serialisation), which list a
-hook gives each call, and the desk's check of a decision's approver."""
+hook gives each call, and the registry's check of a decision's approver."""
 
 from __future__ import annotations
 
@@ -179,18 +179,18 @@ async def test_hook_gives_a_tools_own_list_in_place_of_the_strategys():
     assert strategy.asked == {"c1": ["alice"], "c2": ["bob"], "c3": "not passed"}
 
 
-# -- the desk's check ------------------------------------------------------------------------------
+# -- the registry's check ------------------------------------------------------------------------------
 
 
-class OffWorkflowDesk(ConfirmationRegistry):
-    """A desk outside a workflow: advertising (search attribute, memo) needs one; validating does not."""
+class OffWorkflowRegistry(ConfirmationRegistry):
+    """A registry outside a workflow: advertising (search attribute, memo) needs one; validating does not."""
 
     def _advertise(self) -> None:
         pass
 
 
-def desk_with(approvers: list[str] | None) -> ConfirmationRegistry:
-    desk = OffWorkflowDesk(search_attribute=None)
+def registry_with(approvers: list[str] | None) -> ConfirmationRegistry:
+    registry = OffWorkflowRegistry(search_attribute=None)
     request = PendingConfirmation(
         tool_call_id="call_1",
         tool_name="transfer_money",
@@ -199,52 +199,52 @@ def desk_with(approvers: list[str] | None) -> ConfirmationRegistry:
         approvers=approvers,
     )
     schema = {"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}
-    desk.publish(request, schema=schema)
-    return desk
+    registry.publish(request, schema=schema)
+    return registry
 
 
 def decision(approver: str | None, action: str = "confirm", **kwargs: Any) -> ToolDecision:
     return ToolDecision(tool_call_id="call_1", action=action, approver=approver, **kwargs)
 
 
-def test_desk_refuses_an_approver_not_on_the_list():
-    desk = desk_with(["alice", "bob"])
+def test_registry_refuses_an_approver_not_on_the_list():
+    registry = registry_with(["alice", "bob"])
     with pytest.raises(DecisionError) as refused:
-        desk.validate(decision("mallory"))
+        registry.validate(decision("mallory"))
     assert str(refused.value) == (
         "Approver 'mallory' may not decide tool call 'call_1' (transfer_money): allowed approvers are alice, bob."
     )
     with pytest.raises(DecisionError, match="Approver 'Alice' may not decide"):  # names match exactly
-        desk.validate(decision("Alice"))
+        registry.validate(decision("Alice"))
 
 
 @pytest.mark.parametrize("approver", [None, ""])
-def test_desk_refuses_a_decision_without_an_approver_when_a_list_exists(approver):
-    desk = desk_with(["alice", "bob"])
+def test_registry_refuses_a_decision_without_an_approver_when_a_list_exists(approver):
+    registry = registry_with(["alice", "bob"])
     with pytest.raises(DecisionError) as refused:
-        desk.validate(decision(approver, action="reject"))
+        registry.validate(decision(approver, action="reject"))
     assert str(refused.value) == (
         "Tool call 'call_1' (transfer_money) needs an approver: pass approver= (one of alice, bob)."
     )
 
 
-def test_desk_checks_the_approver_before_the_decisions_content():
-    desk = desk_with(["alice"])
+def test_registry_checks_the_approver_before_the_decisions_content():
+    registry = registry_with(["alice"])
     # An unlisted approver is told only that they may not decide, not what the schema wants.
     with pytest.raises(DecisionError, match="Approver 'mallory' may not decide"):
-        desk.validate(decision("mallory", action="modify", new_tool_params={"amount": "lots"}))
+        registry.validate(decision("mallory", action="modify", new_tool_params={"amount": "lots"}))
     with pytest.raises(DecisionError, match="do not match its JSON schema"):
-        desk.validate(decision("alice", action="modify", new_tool_params={"amount": "lots"}))
+        registry.validate(decision("alice", action="modify", new_tool_params={"amount": "lots"}))
 
 
-def test_desk_accepts_a_listed_approver_and_anyone_without_a_list():
-    assert desk_with(["alice", "bob"]).validate(decision("bob")).tool_call_id == "call_1"
+def test_registry_accepts_a_listed_approver_and_anyone_without_a_list():
+    assert registry_with(["alice", "bob"]).validate(decision("bob")).tool_call_id == "call_1"
     for anyone in (None, "", "mallory"):
-        assert desk_with(None).validate(decision(anyone)).tool_call_id == "call_1"
+        assert registry_with(None).validate(decision(anyone)).tool_call_id == "call_1"
 
 
 def test_pending_confirmation_carries_its_approvers_through_json():
-    request = desk_with(["alice"]).pending()[0]
+    request = registry_with(["alice"]).pending()[0]
     assert request.approvers == ["alice"]
     assert PendingConfirmation.model_validate_json(request.model_dump_json()).approvers == ["alice"]
     older = request.model_dump(mode="json")

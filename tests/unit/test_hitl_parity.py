@@ -4,7 +4,7 @@ same conversation as Haystack's ``ConfirmationHook``, with every policy, on seed
 Haystack's hook runs as shipped (``ConfirmationHook.run`` with ``BlockingConfirmationStrategy`` and
 a scripted ``ConfirmationUI``). Ours runs two ways:
 
-- **durable**: ``ConfirmationHook.run_async`` with ``BlockingConfirmationStrategy``, the real desk
+- **durable**: ``ConfirmationHook.run_async`` with ``BlockingConfirmationStrategy``, the real registry
   and the real strategy code, on a stand-in for ``temporalio.workflow`` (its clock, memo
   and ``wait_condition``) whose approver decides one pending request at a time, in a random
   order, as a person answering Updates would; no server is needed;
@@ -204,8 +204,8 @@ class HScriptedStrategy(hhitl.BlockingConfirmationStrategy):
 
 
 class FakeWorkflow:
-    """What the strategy, the desk and the hook use of ``temporalio.workflow``. ``wait_condition``
-    lets the approver decide one pending request (picked at random) per turn, by ``desk.accept``,
+    """What the strategy, the registry and the hook use of ``temporalio.workflow``. ``wait_condition``
+    lets the approver decide one pending request (picked at random) per turn, by ``registry.accept``,
     the code the Update handler runs."""
 
     def __init__(self, approver: Approver, rng: random.Random) -> None:
@@ -238,8 +238,8 @@ class FakeWorkflow:
         raise AssertionError("a wait_condition never came true")
 
     def _decide_one(self) -> None:
-        desk = current_run().slot(ConfirmationRegistry)
-        pending = desk.pending() if desk is not None else []
+        registry = current_run().slot(ConfirmationRegistry)
+        pending = registry.pending() if registry is not None else []
         if self.first_look is None:
             self.first_look = list(pending)
         for request in pending:
@@ -256,7 +256,7 @@ class FakeWorkflow:
             new_tool_params=params if action == "modify" else None,
             approver="ann",
         )
-        desk.accept(decision, via="update")
+        registry.accept(decision, via="update")
 
 
 @contextlib.contextmanager

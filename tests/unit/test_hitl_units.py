@@ -156,23 +156,23 @@ ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "re
 ENVELOPE = len('{"text":""}')  # bytes of {"text": ...} around the text, as compact JSON
 
 
-class OffWorkflowDesk(ConfirmationRegistry):
-    """A desk outside a workflow: advertising (search attribute, memo) needs one; validating does not."""
+class OffWorkflowRegistry(ConfirmationRegistry):
+    """A registry outside a workflow: advertising (search attribute, memo) needs one; validating does not."""
 
     def _advertise(self) -> None:
         pass
 
 
-def desk_with(call_id: str = "c1", limits: DecisionLimits = DEFAULT_DECISION_LIMITS) -> ConfirmationRegistry:
-    desk = OffWorkflowDesk(search_attribute=None)
+def registry_with(call_id: str = "c1", limits: DecisionLimits = DEFAULT_DECISION_LIMITS) -> ConfirmationRegistry:
+    registry = OffWorkflowRegistry(search_attribute=None)
     request = PendingConfirmation(
         tool_call_id=call_id,
         tool_name="echo",
         tool_params={"text": "hi"},
         requested_at=datetime(2025, 1, 1, tzinfo=UTC),
     )
-    desk.publish(request, schema=ECHO_SCHEMA, limits=limits)
-    return desk
+    registry.publish(request, schema=ECHO_SCHEMA, limits=limits)
+    return registry
 
 
 def modify(text: str, **kwargs) -> ToolDecision:
@@ -184,43 +184,43 @@ def test_default_limits():
     assert DecisionLimits() == DecisionLimits(MAX_NEW_TOOL_PARAMS_BYTES, MAX_FEEDBACK_CHARS)
 
 
-def test_desk_refuses_oversize_new_tool_params_with_size_and_limit():
-    desk = desk_with()
+def test_registry_refuses_oversize_new_tool_params_with_size_and_limit():
+    registry = registry_with()
     with pytest.raises(DecisionError, match=r"new_tool_params are 65,537 bytes as compact JSON; the limit is 65,536"):
-        desk.validate(modify("x" * (MAX_NEW_TOOL_PARAMS_BYTES - ENVELOPE + 1)))
+        registry.validate(modify("x" * (MAX_NEW_TOOL_PARAMS_BYTES - ENVELOPE + 1)))
     with pytest.raises(DecisionError, match=r"3,000,011 bytes .* limit is 65,536 bytes"):
-        desk.validate(modify("x" * 3_000_000))  # the issue's 3 MB modify
-    assert desk.pending()[0].tool_call_id == "c1"  # still waiting
+        registry.validate(modify("x" * 3_000_000))  # a 3 MB modify
+    assert registry.pending()[0].tool_call_id == "c1"  # still waiting
 
 
-def test_desk_accepts_new_tool_params_at_the_limit():
-    desk = desk_with()
-    assert desk.validate(modify("x" * (MAX_NEW_TOOL_PARAMS_BYTES - ENVELOPE))).tool_call_id == "c1"
+def test_registry_accepts_new_tool_params_at_the_limit():
+    registry = registry_with()
+    assert registry.validate(modify("x" * (MAX_NEW_TOOL_PARAMS_BYTES - ENVELOPE))).tool_call_id == "c1"
 
 
 def test_params_size_is_utf8_bytes_not_characters():
-    desk = desk_with()
+    registry = registry_with()
     text = "é" * ((MAX_NEW_TOOL_PARAMS_BYTES - ENVELOPE) // 2 + 1)  # fewer characters than the limit, more bytes
     assert len(text) < MAX_NEW_TOOL_PARAMS_BYTES
     with pytest.raises(DecisionError, match="65,537 bytes"):
-        desk.validate(modify(text))
+        registry.validate(modify(text))
 
 
 @pytest.mark.parametrize("action", ["confirm", "reject", "modify"])
-def test_desk_refuses_oversize_feedback(action):
-    desk = desk_with()
+def test_registry_refuses_oversize_feedback(action):
+    registry = registry_with()
     params = {"new_tool_params": {"text": "x"}} if action == "modify" else {}
     fits = ToolDecision(tool_call_id="c1", action=action, feedback="f" * MAX_FEEDBACK_CHARS, **params)
-    assert desk.validate(fits).tool_call_id == "c1"
+    assert registry.validate(fits).tool_call_id == "c1"
     too_long = fits.model_copy(update={"feedback": "f" * (MAX_FEEDBACK_CHARS + 1)})
     with pytest.raises(DecisionError, match=r"feedback is 4,001 characters; the limit is 4,000 characters"):
-        desk.validate(too_long)
+        registry.validate(too_long)
 
 
 def test_limits_are_per_request():
-    desk = desk_with("c1", limits=DecisionLimits(max_new_tool_params_bytes=100, max_feedback_chars=10))
+    registry = registry_with("c1", limits=DecisionLimits(max_new_tool_params_bytes=100, max_feedback_chars=10))
     with pytest.raises(DecisionError, match=r"are 111 bytes .* limit is 100 bytes; feedback is 11 .* limit is 10"):
-        desk.validate(modify("x" * 100, feedback="f" * 11))
+        registry.validate(modify("x" * 100, feedback="f" * 11))
 
 
 def test_strategy_limits_round_trip():

@@ -1,4 +1,4 @@
-"""When tracing and the Prometheus endpoint turn on, and what a bad setting says (runtime/tracing.py).
+"""When tracing and the Prometheus endpoint turn on, and what a bad setting says (runtime/telemetry.py).
 
 OpenTelemetry's global TracerProvider can be set once per process, so the checks that set it (or
 that need opentelemetry missing) run in a subprocess of their own.
@@ -16,7 +16,7 @@ import pytest
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
 from core.checks import ConfigurationError
-from runtime.tracing import INSTALL_HINT, prometheus_bind_address, span_exporter, tracing_requested
+from runtime.telemetry import INSTALL_HINT, prometheus_bind_address, span_exporter, tracing_requested
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,7 +86,7 @@ def test_without_opentelemetry_the_base_install_works_and_asking_for_tracing_say
         from core.checks import ConfigurationError
         from workflows import spans
         from runtime.plugin import AgentPlugin
-        from runtime.tracing import otel_installed
+        from runtime.telemetry import otel_installed
 
         assert not otel_installed() and not spans.active()
         AgentPlugin()  # no OTEL_* environment: tracing off, nothing to install
