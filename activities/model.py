@@ -97,10 +97,10 @@ def openai_client_from_env(endpoint: str | None = None) -> openai.AsyncOpenAI:
     :raises ApplicationError: Non-retryable, when ``endpoint`` is given and neither of its variables is set.
     """
     prefix = f"{endpoint}_" if endpoint else ""
-    settings = model_endpoint(endpoint)
-    base_url = settings.base_url
-    api_key = settings.api_key.get_secret_value() if settings.api_key else None
-    if endpoint and not settings.configured:
+    config = model_endpoint(endpoint)
+    base_url = config.base_url
+    api_key = config.api_key.get_secret_value() if config.api_key else None
+    if endpoint and not config.configured:
         raise ApplicationError(
             f"The run asks for model endpoint {endpoint!r}, but this worker has neither {prefix}OPENAI_BASE_URL nor "
             f"{prefix}OPENAI_API_KEY set; configure them on every worker of the task queue.",
@@ -111,7 +111,7 @@ def openai_client_from_env(endpoint: str | None = None) -> openai.AsyncOpenAI:
         api_key=api_key or "scripted-model-needs-no-key",
         base_url=base_url or None,
         max_retries=0,
-        timeout=settings.timeout_seconds,
+        timeout=config.timeout_seconds,
     )
 
 

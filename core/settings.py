@@ -177,8 +177,8 @@ class Settings(BaseSettings):
         "off: waiting runs are found by their memo, without the AgentWaitingForApproval search attribute.",
         _ON_OFF,
     )
-    preload_encodings: str = _setting(
-        "AGENT_PRELOAD_ENCODINGS", "", "tiktoken encodings a worker loads at start.", "comma-separated encoding names"
+    preload_encodings: str | None = _setting(
+        "AGENT_PRELOAD_ENCODINGS", None, "tiktoken encodings a worker loads at start.", "comma-separated encoding names"
     )
     prometheus_bind: str | None = _setting(
         "AGENT_PROMETHEUS_BIND",

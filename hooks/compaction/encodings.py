@@ -114,7 +114,7 @@ def preload_names() -> tuple[str, ...]:
 
     :raises ValueError: For a name with no local copy, naming the variable and the choices.
     """
-    names = tuple(dict.fromkeys(n.strip() for n in get_settings().preload_encodings.split(",") if n.strip()))
+    names = tuple(dict.fromkeys(n.strip() for n in (get_settings().preload_encodings or "").split(",") if n.strip()))
     unknown = [n for n in names if n not in OFFLINE_ENCODINGS]
     if unknown:
         raise ValueError(
