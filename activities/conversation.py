@@ -12,7 +12,6 @@ write of the same segment is the same object (idempotent).
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -21,10 +20,11 @@ from pydantic import BaseModel
 
 from core.messages import ChatMessage
 from core.s3 import payloads_bucket, s3_client
+from core.settings import env_name, get_settings
 
 DEFAULT_PREFIX = "conversations"
 #: Set to "off" to keep sending whole conversations (e.g. to measure the difference).
-DISABLE_ENV = "AGENT_CONVERSATION_STORE"
+DISABLE_ENV = env_name("conversation_store")
 #: Flattened conversations kept in memory, by head (one per recently active run; each entry is a
 #: list of references to messages the segment cache already holds). A run whose head left it is
 #: rebuilt from the segments on its next step, so keep it above the runs stepping at once
@@ -67,7 +67,7 @@ class ConversationStore:
     def from_env(cls) -> ConversationStore | None:
         """A store in ``TEMPORAL_PAYLOADS_BUCKET`` (else ``TOOL_RESULTS_BUCKET``), or None when
         neither is set or ``AGENT_CONVERSATION_STORE=off``."""
-        if os.environ.get(DISABLE_ENV, "").lower() == "off":
+        if get_settings().conversation_store == "off":
             return None
         bucket = payloads_bucket()
         return cls(bucket) if bucket else None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections import OrderedDict
 from datetime import timedelta
 from typing import Any, Literal
@@ -26,6 +25,7 @@ from temporalio.exceptions import ApplicationError
 from activities.conversation import ConversationStore
 from activities.heartbeat import HEARTBEAT_TIMEOUT, with_heartbeats
 from core.messages import ChatMessage, ChatRole, ToolCall
+from core.settings import model_endpoint
 from core.spec import DEFAULT_MODEL_RETRY_TIMEOUT
 from core.tools import ToolSpec
 from core.wire import CHAT_COMPLETION_ACTIVITY, NON_RETRYABLE_MODEL_ERROR
@@ -97,21 +97,21 @@ def openai_client_from_env(endpoint: str | None = None) -> openai.AsyncOpenAI:
     :raises ApplicationError: Non-retryable, when ``endpoint`` is given and neither of its variables is set.
     """
     prefix = f"{endpoint}_" if endpoint else ""
-    base_url = os.environ.get(f"{prefix}OPENAI_BASE_URL")
-    api_key = os.environ.get(f"{prefix}OPENAI_API_KEY")
-    if endpoint and not (base_url or api_key):
+    config = model_endpoint(endpoint)
+    base_url = config.base_url
+    api_key = config.api_key.get_secret_value() if config.api_key else None
+    if endpoint and not config.configured:
         raise ApplicationError(
             f"The run asks for model endpoint {endpoint!r}, but this worker has neither {prefix}OPENAI_BASE_URL nor "
             f"{prefix}OPENAI_API_KEY set; configure them on every worker of the task queue.",
             type=NON_RETRYABLE_MODEL_ERROR,
             non_retryable=True,
         )
-    timeout = os.environ.get(f"{prefix}OPENAI_TIMEOUT_SECONDS") or os.environ.get("OPENAI_TIMEOUT_SECONDS", "120")
     return openai.AsyncOpenAI(
         api_key=api_key or "scripted-model-needs-no-key",
         base_url=base_url or None,
         max_retries=0,
-        timeout=float(timeout),
+        timeout=config.timeout_seconds,
     )
 
 

@@ -23,6 +23,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from agent.agent import Agent
 from agent.client import connect, get_run
+from agent.config_command import add_config_command
 from agent.dev.demo import demo_agent, run_demo
 from agent.dev.demo_tools import DEMO_TOOLS
 from agent.dev.scripted_model import LABEL, ScriptedModelServer
@@ -31,7 +32,7 @@ from agent.inbox.cli import add_inbox_command, describe_identity, dev_identity, 
 from agent.inbox.identity import IdentityConfig
 from agent.watch import health_lines, watch
 from core.messages import ChatMessage
-from core.settings import Settings
+from core.settings import ConfigurationError, get_settings
 from core.wire import WORKFLOW_TYPE
 from hooks.family import families
 from hooks.human_in_the_loop.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL
@@ -98,7 +99,7 @@ async def cmd_run(args: argparse.Namespace, client: Client) -> int:
             print(f"agent: error: {exc}", file=sys.stderr)
             return 2
     else:
-        agent = demo_agent(args.model or os.environ.get("AGENT_MODEL", "gpt-4o-mini"))
+        agent = demo_agent(args.model or get_settings().model)
     handle = await agent.start(client, [ChatMessage.from_user(args.prompt)], run_id=run_id, task_queue=args.task_queue)
     print(
         f"started run {run_id} (task queue {args.task_queue}, model {agent.model}"
@@ -219,12 +220,12 @@ async def cmd_dev(args: argparse.Namespace, client: None) -> int:
     scripted = None
     with stack:
         stack.apply_env()
-        if not os.environ.get("OPENAI_API_KEY"):
+        if get_settings().openai_api_key is None:
             scripted = ScriptedModelServer().start()
             os.environ.update({"OPENAI_BASE_URL": scripted.base_url, "OPENAI_API_KEY": "scripted-model"})
         print(stack.describe())
         print(
-            f"Model:           {'[' + LABEL + '] scripted model at ' + scripted.base_url if scripted else os.environ.get('OPENAI_BASE_URL', 'OpenAI')}"
+            f"Model:           {'[' + LABEL + '] scripted model at ' + scripted.base_url if scripted else get_settings().openai_base_url or 'OpenAI'}"
         )
         print(f"Env for other shells: source {stack.write_env_file()}")
         client = await connect(stack.temporal.address)
@@ -259,7 +260,7 @@ async def cmd_demo(args: argparse.Namespace, client: None) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    settings = Settings.from_env()
+    settings = get_settings()
     parser = argparse.ArgumentParser(prog="agent", description="Durable, hook-driven LLM agent runs on Temporal.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -332,6 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     dev.set_defaults(handler=cmd_dev, needs_client=False)
 
     add_inbox_command(sub)
+    add_config_command(sub)
 
     demo = sub.add_parser("demo", help="the crash-and-resume demo: kill -9 a worker mid-run, watch the run finish")
     demo.add_argument("--data-dir", default=".agent-dev/demo", help="where the demo's stack keeps its files")
@@ -359,7 +361,11 @@ async def _run_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    try:  # the parser's defaults come from the settings: a bad variable is reported, not a traceback
+        args = build_parser().parse_args(argv)
+    except ConfigurationError as exc:
+        print(f"agent: error: {exc}", file=sys.stderr)
+        sys.exit(2)
     try:
         code = asyncio.run(_run_command(args))
     except KeyboardInterrupt:

@@ -20,13 +20,18 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.s3 import s3_client
+from core.settings import ConfigurationError
+
+__all__ = [
+    "ConfigurationError",
+    "check_bucket",
+    "check_search_attributes",
+    "missing_search_attributes",
+    "search_attribute_command",
+]
 
 # Search attributes already seen registered, per client (the check costs one RPC, once).
 _verified: weakref.WeakKeyDictionary[Client, set[str]] = weakref.WeakKeyDictionary()
-
-
-class ConfigurationError(RuntimeError):
-    """The Temporal namespace or the S3 store is not set up for agent runs; the message says how to fix it."""
 
 
 def search_attribute_command(namespace: str, name: str, value_type: str) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,8 +30,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, ExternalStorage
 
 from core.s3 import payloads_bucket, s3_client
-
-DEFAULT_PAYLOAD_THRESHOLD_BYTES = 256 * 1024
+from core.settings import DEFAULT_PAYLOAD_THRESHOLD_BYTES as DEFAULT_PAYLOAD_THRESHOLD_BYTES
+from core.settings import get_settings
 
 
 class Boto3StorageDriverClient(S3StorageDriverClient):
@@ -80,24 +79,15 @@ class Boto3StorageDriverClient(S3StorageDriverClient):
 def payload_threshold_bytes() -> int:
     """``TEMPORAL_PAYLOAD_THRESHOLD_BYTES`` (default 256 KiB).
 
-    :raises ValueError: If it is not a non-negative integer.
+    :raises core.settings.SettingsError: (a ValueError) If it is not a non-negative integer.
     """
-    raw = os.environ.get("TEMPORAL_PAYLOAD_THRESHOLD_BYTES", "").strip()
-    if not raw:
-        return DEFAULT_PAYLOAD_THRESHOLD_BYTES
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise ValueError(f"TEMPORAL_PAYLOAD_THRESHOLD_BYTES must be a non-negative integer of bytes, got {raw!r}.")
-    return value
+    return get_settings().payload_threshold_bytes
 
 
 def agent_data_converter() -> DataConverter:
     """The data converter every client and worker of this project uses (see the module docstring).
 
-    :raises ValueError: If ``TEMPORAL_PAYLOAD_THRESHOLD_BYTES`` is malformed.
+    :raises core.settings.SettingsError: (a ValueError) If ``TEMPORAL_PAYLOAD_THRESHOLD_BYTES`` is malformed.
     """
     bucket = payloads_bucket()
     if bucket is None:

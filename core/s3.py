@@ -7,23 +7,25 @@ a worker reuses one connection pool and a test that changes the environment gets
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
 import boto3
 from botocore.config import Config
+from pydantic import SecretStr
 
-# Environment variables boto3 reads for an S3 client; a change in any of them gets a new client.
-_CLIENT_ENV = (
-    "AWS_ENDPOINT_URL_S3",
-    "AWS_ENDPOINT_URL",
-    "AWS_DEFAULT_REGION",
-    "AWS_REGION",
-    "AWS_PROFILE",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
+from core.settings import get_settings
+
+# Settings of the variables boto3 reads for an S3 client; a change in any of them gets a new client.
+_CLIENT_SETTINGS = (
+    "aws_endpoint_url_s3",
+    "aws_endpoint_url",
+    "aws_default_region",
+    "aws_region",
+    "aws_profile",
+    "aws_access_key_id",
+    "aws_secret_access_key",
+    "aws_session_token",
 )
 _clients: dict[tuple[str | None, ...], Any] = {}
 _clients_lock = threading.Lock()
@@ -31,7 +33,8 @@ _clients_lock = threading.Lock()
 
 def s3_client() -> Any:
     """This process's boto3 S3 client for the current AWS environment (created once, then cached)."""
-    cache_key = tuple(os.environ.get(name) for name in _CLIENT_ENV)
+    settings = get_settings()
+    cache_key = tuple(_plain(getattr(settings, field)) for field in _CLIENT_SETTINGS)
     with _clients_lock:
         client = _clients.get(cache_key)
         if client is None:
@@ -41,12 +44,16 @@ def s3_client() -> Any:
         return client
 
 
+def _plain(value: str | SecretStr | None) -> str | None:
+    return value.get_secret_value() if isinstance(value, SecretStr) else value
+
+
 def tool_results_bucket() -> str | None:
     """``TOOL_RESULTS_BUCKET``, or None."""
-    return os.environ.get("TOOL_RESULTS_BUCKET") or None
+    return get_settings().tool_results_bucket
 
 
 def payloads_bucket() -> str | None:
     """Where big payloads and stored conversations go: ``TEMPORAL_PAYLOADS_BUCKET``, else
     ``TOOL_RESULTS_BUCKET``, else None."""
-    return os.environ.get("TEMPORAL_PAYLOADS_BUCKET") or tool_results_bucket()
+    return get_settings().payloads_bucket or tool_results_bucket()

@@ -1,11 +1,33 @@
-"""Configuration from the environment, with the ecosystem's own variable names."""
+"""Every setting this project reads from the environment, in one place.
+
+:class:`Settings` is a pydantic-settings model: each field names its environment variable (the
+ecosystem's own names: ``TEMPORAL_ADDRESS``, ``OPENAI_API_KEY``, boto3's ``AWS_*``, the
+OpenTelemetry ``OTEL_*``), its default and what it means. Nothing else in the project reads
+``os.environ``; code asks :func:`get_settings` (or :func:`model_endpoint` for a named model
+endpoint). ``agent config`` prints the effective values; docs/configuration.md has the table
+(a unit test keeps it current).
+
+A bad value is a :class:`SettingsError` naming the variable, what was wrong and what is allowed,
+raised where settings are first read: at worker start, at client connect, when a CLI command
+starts. Workflow code never reads settings (a run's behaviour must not depend on the replaying
+worker's environment); :func:`get_settings` refuses to run inside a workflow.
+
+Some variables are read by the libraries themselves as well (boto3 its ``AWS_*``, the
+OpenTelemetry SDK its ``OTEL_EXPORTER_OTLP_*`` and resource variables): they are fields here so
+``agent config`` shows them and the S3 client cache is keyed by them.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from datetime import timedelta
+from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, SecretStr, ValidationError
+from pydantic import field_validator as _field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from temporalio import workflow
 
 DEFAULT_TASK_QUEUE = "agent"
 #: A run's workflow task timeout. A worker killed in the middle of a workflow task holds the run
@@ -13,25 +35,379 @@ DEFAULT_TASK_QUEUE = "agent"
 #: above the longest workflow task: a replay of a run's history after eviction (a run continues
 #: as new at about 4,000 events) takes well under a second here.
 DEFAULT_WORKFLOW_TASK_TIMEOUT = timedelta(seconds=4)
+#: Workflow runs a worker keeps in memory (temporalio's ``max_cached_workflows``; its default is
+#: 1,000). A cached run parked on an approval holds ~180 KB of RSS (its sandbox, rebuilt Agent,
+#: hooks, State and messages), so the cache, not the number of parked runs, bounds a worker's
+#: memory: the least recently used runs leave it first, and a parked run is idle, so active runs
+#: stay cached while parked ones are evicted. An evicted run replays its (short) history when its
+#: approval arrives. 500 keeps 10,000 parked runs under 300 MB of worker RSS (bench/parked_runs.py)
+#: and leaves room for 500 runs stepping at once.
+DEFAULT_MAX_CACHED_WORKFLOWS = 500
+DEFAULT_PAYLOAD_THRESHOLD_BYTES = 256 * 1024
+DEFAULT_TOOL_RESULTS_DIR = ".agent-dev/tool-results"
+DEFAULT_TOOL_RESULTS_PREFIX = "tool-results"
+MASK = "********"
 
 
-class Settings(BaseModel):
-    """Where to find Temporal and which queue to use.
+class ConfigurationError(RuntimeError):
+    """The environment, the Temporal namespace or the S3 store is not set up for agent runs; the
+    message says how to fix it. (Importable from ``core.checks`` as well.)"""
 
-    Read with :meth:`from_env`: ``TEMPORAL_ADDRESS`` (default ``localhost:7233``),
-    ``TEMPORAL_NAMESPACE`` (default ``default``), ``AGENT_TASK_QUEUE`` (default ``agent``).
-    The model endpoint (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``) and S3 (boto3's own
-    ``AWS_*`` names, ``TOOL_RESULTS_BUCKET``) are read where they are used.
+
+class SettingsError(ConfigurationError, ValueError):
+    """An environment variable has a value its setting cannot take. The message names each
+    variable, what was wrong and what is allowed."""
+
+
+def _setting(env: str, default: Any, description: str, allowed: str) -> Any:
+    """A field read from ``env``; ``allowed`` says in words which values it takes (for errors and docs)."""
+    return Field(default, validation_alias=env, description=description, json_schema_extra={"allowed": allowed})
+
+
+_ON_OFF = "on or off"
+_TEXT = "any text"
+
+
+class Settings(BaseSettings):
+    """The process's configuration, read from the environment by :func:`get_settings`.
+
+    Construct it directly (``Settings(task_queue="q")``, by field name) only in tests; a field left
+    out is still read from the environment.
     """
 
-    temporal_address: str = "localhost:7233"
-    temporal_namespace: str = "default"
-    task_queue: str = DEFAULT_TASK_QUEUE
+    model_config = SettingsConfigDict(
+        case_sensitive=True, env_ignore_empty=True, extra="ignore", populate_by_name=True, frozen=True
+    )
+
+    # Temporal
+    temporal_address: str = _setting(
+        "TEMPORAL_ADDRESS", "localhost:7233", "host:port of the Temporal frontend that clients and workers use.", _TEXT
+    )
+    temporal_namespace: str = _setting("TEMPORAL_NAMESPACE", "default", "The Temporal namespace of every run.", _TEXT)
+    task_queue: str = _setting(
+        "AGENT_TASK_QUEUE", DEFAULT_TASK_QUEUE, "Task queue workers poll and runs start on (CLI and worker).", _TEXT
+    )
+    payloads_bucket: str | None = _setting(
+        "TEMPORAL_PAYLOADS_BUCKET",
+        None,
+        "S3 bucket for payloads over the threshold and stored conversations (default: TOOL_RESULTS_BUCKET; "
+        "neither: payloads stay in history).",
+        "an S3 bucket name",
+    )
+    payload_threshold_bytes: NonNegativeInt = _setting(
+        "TEMPORAL_PAYLOAD_THRESHOLD_BYTES",
+        DEFAULT_PAYLOAD_THRESHOLD_BYTES,
+        "Payloads larger than this many bytes go to the payloads bucket instead of history.",
+        "a whole number >= 0",
+    )
+    # The model
+    openai_api_key: SecretStr | None = _setting(
+        "OPENAI_API_KEY", None, "API key of the worker's model endpoint (secret).", _TEXT
+    )
+    openai_base_url: str | None = _setting(
+        "OPENAI_BASE_URL", None, "Base URL of any OpenAI-compatible server (default: OpenAI's).", "a URL"
+    )
+    openai_timeout_seconds: PositiveFloat = _setting(
+        "OPENAI_TIMEOUT_SECONDS",
+        120.0,
+        "Timeout of one model call, for every endpoint without its own {P}_OPENAI_TIMEOUT_SECONDS.",
+        "a number of seconds > 0",
+    )
+    model: str = _setting("AGENT_MODEL", "gpt-4o-mini", "Model of the demo agent (agent run, agent demo).", _TEXT)
+    # S3 (boto3 reads the AWS_* variables itself as well)
+    aws_endpoint_url_s3: str | None = _setting(
+        "AWS_ENDPOINT_URL_S3", None, "S3 endpoint (MinIO, moto); boto3's own variable.", "a URL"
+    )
+    aws_endpoint_url: str | None = _setting(
+        "AWS_ENDPOINT_URL", None, "Endpoint of every AWS service, when AWS_ENDPOINT_URL_S3 is unset (boto3).", "a URL"
+    )
+    aws_region: str | None = _setting("AWS_REGION", None, "AWS region (boto3).", _TEXT)
+    aws_default_region: str | None = _setting(
+        "AWS_DEFAULT_REGION", None, "AWS region when AWS_REGION is unset (boto3).", _TEXT
+    )
+    aws_profile: str | None = _setting("AWS_PROFILE", None, "Profile of the shared AWS config files (boto3).", _TEXT)
+    aws_access_key_id: str | None = _setting("AWS_ACCESS_KEY_ID", None, "AWS access key id (boto3).", _TEXT)
+    aws_secret_access_key: SecretStr | None = _setting(
+        "AWS_SECRET_ACCESS_KEY", None, "AWS secret access key (boto3; secret).", _TEXT
+    )
+    aws_session_token: SecretStr | None = _setting(
+        "AWS_SESSION_TOKEN", None, "AWS session token of temporary credentials (boto3; secret).", _TEXT
+    )
+    # Tool results
+    tool_results_bucket: str | None = _setting(
+        "TOOL_RESULTS_BUCKET",
+        None,
+        "S3 bucket of offloaded tool results (unset: the file system store under TOOL_RESULTS_DIR).",
+        "an S3 bucket name",
+    )
+    tool_results_prefix: str = _setting(
+        "TOOL_RESULTS_PREFIX",
+        DEFAULT_TOOL_RESULTS_PREFIX,
+        "Key prefix of offloaded tool results in TOOL_RESULTS_BUCKET.",
+        _TEXT,
+    )
+    tool_results_sse: Literal["AES256", "aws:kms", "aws:kms:dsse"] | None = _setting(
+        "TOOL_RESULTS_SSE",
+        None,
+        "Server-side encryption of offloaded tool results (unset: the bucket's default).",
+        "AES256, aws:kms or aws:kms:dsse",
+    )
+    tool_results_dir: str = _setting(
+        "TOOL_RESULTS_DIR",
+        DEFAULT_TOOL_RESULTS_DIR,
+        "Directory of offloaded tool results when TOOL_RESULTS_BUCKET is unset.",
+        "a directory path",
+    )
+    # The worker
+    max_cached_workflows: NonNegativeInt = _setting(
+        "AGENT_MAX_CACHED_WORKFLOWS",
+        DEFAULT_MAX_CACHED_WORKFLOWS,
+        "Workflow runs a worker keeps in memory (0: none, every workflow task replays its run).",
+        "a whole number >= 0",
+    )
+    conversation_store: Literal["on", "off"] = _setting(
+        "AGENT_CONVERSATION_STORE",
+        "on",
+        "off: model calls send whole conversations instead of storing them in the payloads bucket.",
+        _ON_OFF,
+    )
+    waiting_search_attribute: Literal["on", "off"] = _setting(
+        "AGENT_WAITING_SEARCH_ATTRIBUTE",
+        "on",
+        "off: waiting runs are found by their memo, without the AgentWaitingForApproval search attribute.",
+        _ON_OFF,
+    )
+    preload_encodings: str | None = _setting(
+        "AGENT_PRELOAD_ENCODINGS", None, "tiktoken encodings a worker loads at start.", "comma-separated encoding names"
+    )
+    prometheus_bind: str | None = _setting(
+        "AGENT_PROMETHEUS_BIND",
+        None,
+        "host:port where the SDK's Prometheus metrics are served (unset: off).",
+        "host:port",
+    )
+    # OpenTelemetry (the SDK reads OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_EXPORTER_OTLP_* itself)
+    otel_sdk_disabled: bool = _setting("OTEL_SDK_DISABLED", False, "true: tracing stays off.", "true or false")
+    otel_traces_exporter: str | None = _setting(
+        "OTEL_TRACES_EXPORTER",
+        None,
+        "Span exporters; set and not none turns tracing on.",
+        "otlp, console, none (comma-separated)",
+    )
+    otel_exporter_otlp_protocol: str | None = _setting(
+        "OTEL_EXPORTER_OTLP_PROTOCOL", None, "OTLP protocol (default http/protobuf).", "http/protobuf or grpc"
+    )
+    otel_exporter_otlp_traces_protocol: str | None = _setting(
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        None,
+        "OTLP protocol of traces (default OTEL_EXPORTER_OTLP_PROTOCOL).",
+        "http/protobuf or grpc",
+    )
+    otel_exporter_otlp_endpoint: str | None = _setting(
+        "OTEL_EXPORTER_OTLP_ENDPOINT", None, "OTLP collector URL (read by the OpenTelemetry exporter).", "a URL"
+    )
+    otel_service_name: str | None = _setting(
+        "OTEL_SERVICE_NAME", None, "service.name of the spans (read by the OpenTelemetry SDK).", _TEXT
+    )
+    # The dev tooling's demo tools
+    demo_ledger: str = _setting(
+        "DEMO_LEDGER", ".agent-dev/demo-ledger.jsonl", "File the demo tools append their effects to.", "a file path"
+    )
+    demo_tool_seconds: NonNegativeFloat = _setting(
+        "DEMO_TOOL_SECONDS", 1.5, "How long each demo tool call takes.", "a number of seconds >= 0"
+    )
+
+    @_field_validator("*", mode="before")
+    @classmethod
+    def _strip(cls, value: Any) -> Any:
+        return value.strip() if isinstance(value, str) else value
+
+    @_field_validator("conversation_store", "waiting_search_attribute", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
 
     @classmethod
     def from_env(cls) -> Settings:
-        return cls(
-            temporal_address=os.environ.get("TEMPORAL_ADDRESS", "localhost:7233"),
-            temporal_namespace=os.environ.get("TEMPORAL_NAMESPACE", "default"),
-            task_queue=os.environ.get("AGENT_TASK_QUEUE", DEFAULT_TASK_QUEUE),
+        """The same as :func:`get_settings`."""
+        return get_settings()
+
+    def as_environment(self) -> dict[str, str]:
+        """The settings that have a value, secrets left out, by variable, as text (``true``/``false``
+        for booleans): for code that takes an environment mapping, such as runtime/tracing.py."""
+        return {
+            env_name(field): str(value).lower() if isinstance(value, bool) else str(value)
+            for field in type(self).model_fields
+            if field not in _SECRET_FIELDS and (value := getattr(self, field)) is not None
+        }
+
+    def source(self, field: str) -> Literal["environment", "default"]:
+        """Where ``field``'s value came from."""
+        return "environment" if field in self.model_fields_set else "default"
+
+
+def env_name(field: str) -> str:
+    """The environment variable of the :class:`Settings` field ``field``."""
+    return Settings.model_fields[field].validation_alias  # type: ignore[return-value]
+
+
+def allowed_values(field: str) -> str:
+    """In words, the values the :class:`Settings` field ``field`` takes (for errors and docs)."""
+    return Settings.model_fields[field].json_schema_extra["allowed"]  # type: ignore[index]
+
+
+_SECRET_FIELDS = frozenset(
+    field for field, info in Settings.model_fields.items() if "SecretStr" in str(info.annotation)
+)
+
+
+def _describe_errors(error: ValidationError, variables: dict[str, tuple[str, str, bool]]) -> str:
+    """One line per bad variable: its name, the value (masked for secrets), pydantic's reason, what is allowed.
+
+    :param variables: Error location (field or variable name) -> (variable, allowed values, secret).
+    """
+    lines = []
+    for item in error.errors(include_url=False):
+        where = str(item["loc"][0]) if item["loc"] else "?"
+        variable, allowed, secret = variables.get(where, (where, _TEXT, False))
+        value = MASK if secret else repr(item.get("input"))
+        lines.append(f"  {variable}={value}: {item['msg']}; allowed: {allowed}.")
+    return "Bad configuration in the environment:\n" + "\n".join(lines)
+
+
+def _settings_variables() -> dict[str, tuple[str, str, bool]]:
+    entries = {}
+    for field in Settings.model_fields:
+        entry = (env_name(field), allowed_values(field), field in _SECRET_FIELDS)
+        entries[field] = entries[env_name(field)] = entry
+    return entries
+
+
+class _Snapshot(NamedTuple):
+    """The settings read from one state of the environment, and that state."""
+
+    environ: tuple[tuple[str, str], ...]
+    settings: Settings
+    endpoints: dict[str, ModelEndpoint]
+
+
+_last: _Snapshot | None = None
+
+
+def _snapshot() -> _Snapshot:
+    """The settings of the current environment: read again when any variable changed since the
+    last read (tests and ``DevStack.apply_env`` set variables), else the cached ones. Comparing
+    the environment costs about 20 µs for 35 variables; reading it again about 2 ms."""
+    global _last
+    if workflow.in_workflow():
+        raise RuntimeError(
+            "Workflow code must not read settings (a replay on another worker would see another environment); "
+            "read them in an activity, the worker or the client."
         )
+    environ = tuple(os.environ.items())
+    last = _last
+    if last is not None and last.environ == environ:
+        return last
+    try:
+        settings = Settings()
+    except ValidationError as err:
+        raise SettingsError(_describe_errors(err, _settings_variables())) from None
+    variables = dict(environ)
+    names = sorted({match.group(1) for variable in variables if (match := _ENDPOINT_VARIABLE.fullmatch(variable))})
+    _last = _Snapshot(environ, settings, {name: _read_endpoint(name, settings, variables) for name in names})
+    return _last
+
+
+def get_settings() -> Settings:
+    """This process's settings, read from the environment (again whenever it changed).
+
+    :raises SettingsError: A variable has a value its setting cannot take, or a named endpoint's
+        ``{P}_OPENAI_TIMEOUT_SECONDS`` is not a number > 0.
+    :raises RuntimeError: Called from workflow code, which must not depend on the environment.
+    """
+    return _snapshot().settings
+
+
+# -- named model endpoints --------------------------------------------------------------------
+
+#: The name of a model endpoint: an upper-case prefix of its variables (``SUMMARY`` reads
+#: ``SUMMARY_OPENAI_BASE_URL``, ``SUMMARY_OPENAI_API_KEY``, ``SUMMARY_OPENAI_TIMEOUT_SECONDS``).
+ENDPOINT_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
+_ENDPOINT_VARIABLE = re.compile(rf"({ENDPOINT_NAME.pattern})_OPENAI_(BASE_URL|API_KEY|TIMEOUT_SECONDS)")
+
+
+class ModelEndpoint(BaseModel):
+    """One OpenAI-compatible endpoint a worker can call.
+
+    :param name: None for the worker's own (``OPENAI_*``); else the prefix of its variables.
+    :param base_url: ``{name}_OPENAI_BASE_URL`` (None: OpenAI's).
+    :param api_key: ``{name}_OPENAI_API_KEY``.
+    :param timeout_seconds: ``{name}_OPENAI_TIMEOUT_SECONDS``, else ``OPENAI_TIMEOUT_SECONDS``.
+    :param from_environment: The fields read from the endpoint's own variables.
+    """
+
+    model_config = {"frozen": True}
+
+    name: str | None = None
+    base_url: str | None = Field(None, description="base URL")
+    api_key: SecretStr | None = Field(None, description="API key (secret)")
+    timeout_seconds: PositiveFloat = Field(120.0, description="timeout of one call in seconds")
+    from_environment: frozenset[str] = frozenset()
+
+    def is_set(self, field: str) -> bool:
+        """Whether ``field`` came from the endpoint's own variable (else a default)."""
+        return field in self.from_environment
+
+    @property
+    def configured(self) -> bool:
+        """Whether its URL or key is set (a named endpoint with neither is not configured)."""
+        return bool(self.base_url or self.api_key)
+
+    def env_name(self, field: Literal["base_url", "api_key", "timeout_seconds"]) -> str:
+        """The environment variable of ``field`` for this endpoint."""
+        return f"{self.name + '_' if self.name else ''}OPENAI_{field.upper()}"
+
+
+def model_endpoint(name: str | None = None) -> ModelEndpoint:
+    """The endpoint ``name`` names (None: the worker's own, ``OPENAI_*``); one the environment
+    does not configure has neither URL nor key (:attr:`ModelEndpoint.configured` is False).
+
+    :raises ValueError: ``name`` is not an upper-case prefix (letters, digits, single underscores).
+    :raises SettingsError: As :func:`get_settings`.
+    """
+    snapshot = _snapshot()
+    settings = snapshot.settings
+    if name is None:
+        return ModelEndpoint(
+            base_url=settings.openai_base_url,
+            api_key=settings.openai_api_key,
+            timeout_seconds=settings.openai_timeout_seconds,
+        )
+    if not ENDPOINT_NAME.fullmatch(name):
+        raise ValueError(f"Model endpoint name {name!r} must be an upper-case prefix such as 'SUMMARY'.")
+    return snapshot.endpoints.get(name) or ModelEndpoint(name=name, timeout_seconds=settings.openai_timeout_seconds)
+
+
+def named_endpoints() -> list[ModelEndpoint]:
+    """Every named endpoint the environment configures (any ``{P}_OPENAI_BASE_URL``, ``_API_KEY``
+    or ``_TIMEOUT_SECONDS`` is set), by name.
+
+    :raises SettingsError: As :func:`get_settings`.
+    """
+    return list(_snapshot().endpoints.values())
+
+
+def _read_endpoint(name: str, settings: Settings, environ: dict[str, str]) -> ModelEndpoint:
+    """The endpoint ``name`` from ``environ`` (its timeout defaults to ``OPENAI_TIMEOUT_SECONDS``)."""
+    values: dict[str, Any] = {
+        field: raw
+        for field in ("base_url", "api_key", "timeout_seconds")
+        if (raw := environ.get(f"{name}_OPENAI_{field.upper()}", "").strip())
+    }
+    read = frozenset(values)
+    values.setdefault("timeout_seconds", settings.openai_timeout_seconds)
+    try:
+        return ModelEndpoint(name=name, from_environment=read, **values)
+    except ValidationError as err:
+        variables = {"timeout_seconds": (f"{name}_OPENAI_TIMEOUT_SECONDS", "a number of seconds > 0", False)}
+        raise SettingsError(_describe_errors(err, variables)) from None

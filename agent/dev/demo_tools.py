@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import zlib
 from pathlib import Path
 
+from core.settings import get_settings
 from core.tools import current_tool_context, tool
 
 
 def ledger_path() -> Path:
     """``DEMO_LEDGER`` or ``.agent-dev/demo-ledger.jsonl``."""
-    return Path(os.environ.get("DEMO_LEDGER", ".agent-dev/demo-ledger.jsonl"))
+    return Path(get_settings().demo_ledger)
 
 
 def record_side_effect(tool_name: str, detail: str) -> None:
@@ -34,7 +34,7 @@ def record_side_effect(tool_name: str, detail: str) -> None:
 @tool
 async def check_inventory(item: str) -> str:
     """Look up how many units of an item are in stock."""
-    await asyncio.sleep(float(os.environ.get("DEMO_TOOL_SECONDS", "1.5")))
+    await asyncio.sleep(get_settings().demo_tool_seconds)
     stock = sum(ord(c) for c in item) % 50
     record_side_effect("check_inventory", item)
     return f"{stock} units of {item} in stock"
@@ -43,7 +43,7 @@ async def check_inventory(item: str) -> str:
 @tool
 async def open_ticket(title: str, priority: str = "normal") -> str:
     """Open a support ticket and return its id."""
-    await asyncio.sleep(float(os.environ.get("DEMO_TOOL_SECONDS", "1.5")))
+    await asyncio.sleep(get_settings().demo_tool_seconds)
     key = current_tool_context().idempotency_key
     record_side_effect("open_ticket", title)
     return f"ticket T-{zlib.crc32(key.encode()) % 10000:04d} opened ({priority}): {title}"

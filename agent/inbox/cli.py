@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
+import getpass
 import signal
 
 from temporalio.client import Client
@@ -108,4 +108,7 @@ async def cmd_inbox(args: argparse.Namespace, client: Client) -> int:
 
 def dev_identity() -> str:
     """The name ``agent dev``'s inbox decides as: the login name, else ``dev``."""
-    return os.environ.get("USER") or os.environ.get("USERNAME") or "dev"
+    try:
+        return getpass.getuser() or "dev"
+    except Exception:  # no login name (getpass raises OSError or KeyError, by version)
+        return "dev"

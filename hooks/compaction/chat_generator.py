@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from typing import Any
 
 from activities.model import ModelCallInput
 from core.messages import ChatMessage
 from core.serialization import default_from_dict, default_to_dict
+from core.settings import ENDPOINT_NAME as _ENDPOINT_NAME  # upper-case words joined by single underscores
 
 #: Parameters the ``chat_completion`` activity sets itself; a spec may not override them.
 RESERVED_GENERATION_KWARGS = frozenset({"model", "messages", "tools", "stream"})
@@ -32,8 +32,6 @@ RESERVED_GENERATION_KWARGS = frozenset({"model", "messages", "tools", "stream"})
 #: these only ``extra_body`` has a meaning there: its entries are merged into the body, as the SDK does.
 _REQUEST_OPTIONS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
 
-#: An endpoint name: upper-case words of letters and digits joined by single underscores (``SUMMARY``, ``LOCAL_LLM``).
-_ENDPOINT_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
 _MAX_ENDPOINT_LENGTH = 64
 
 

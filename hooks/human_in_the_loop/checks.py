@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import os
-
 from temporalio.client import Client
 
 from core.checks import check_search_attributes
+from core.settings import env_name, get_settings
 from hooks.human_in_the_loop.wire import WAITING_FOR_APPROVAL
 
 #: Set to ``off`` on workers whose agents confirm without the search attribute
 #: (``DurableConfirmationStrategy(search_attribute=None)``); waiting runs are then found through
 #: their memo, which every run waiting for a person carries.
-SEARCH_ATTRIBUTE_ENV = "AGENT_WAITING_SEARCH_ATTRIBUTE"
+SEARCH_ATTRIBUTE_ENV = env_name("waiting_search_attribute")
 
 
 async def check_waiting_search_attribute(client: Client) -> None:
@@ -20,7 +19,7 @@ async def check_waiting_search_attribute(client: Client) -> None:
 
     :raises core.checks.ConfigurationError: With the command that registers it.
     """
-    if os.environ.get(SEARCH_ATTRIBUTE_ENV, "").strip().lower() == "off":
+    if get_settings().waiting_search_attribute == "off":
         return
     await check_search_attributes(
         client,

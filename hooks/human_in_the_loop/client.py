@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
@@ -22,8 +21,8 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from core.settings import get_settings
 from core.wire import RUNNING_RUNS_QUERY
-from hooks.human_in_the_loop.checks import SEARCH_ATTRIBUTE_ENV
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, PendingSummary, ToolDecision
 from hooks.human_in_the_loop.wire import (
     PENDING_CONFIRMATIONS_QUERY,
@@ -129,7 +128,7 @@ MAX_PAGE_SIZE = 1000
 
 def _listing_query(use_search_attribute: bool | None) -> str:
     if use_search_attribute is None:
-        use_search_attribute = os.environ.get(SEARCH_ATTRIBUTE_ENV, "").strip().lower() != "off"
+        use_search_attribute = get_settings().waiting_search_attribute != "off"
     return WAITING_RUNS_QUERY if use_search_attribute else RUNNING_RUNS_QUERY
 
 

@@ -18,15 +18,14 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from core.s3 import s3_client, tool_results_bucket
+from core.s3 import s3_client
 from core.serialization import default_from_dict, default_to_dict
+from core.settings import DEFAULT_TOOL_RESULTS_PREFIX, get_settings
 from core.tool_records import encode_key_segment
 from hooks.tool_result_offloading.protocol import ToolResultStore
 
-#: Default local directory for offloaded results (``TOOL_RESULTS_DIR`` overrides it).
-DEFAULT_TOOL_RESULTS_DIR = ".agent-dev/tool-results"
-#: Default key prefix in the S3 bucket.
-DEFAULT_S3_PREFIX = "tool-results"
+#: Default key prefix in the S3 bucket (``TOOL_RESULTS_PREFIX`` overrides it).
+DEFAULT_S3_PREFIX = DEFAULT_TOOL_RESULTS_PREFIX
 _SSE_VALUES = (None, "AES256", "aws:kms", "aws:kms:dsse")
 
 
@@ -289,11 +288,11 @@ def store_from_environment() -> FileSystemToolResultStore | S3ToolResultStore:
     "tool-results", server_side_encryption=TOOL_RESULTS_SSE or None)``. Otherwise a
     ``FileSystemToolResultStore`` rooted at ``TOOL_RESULTS_DIR`` (default ``.agent-dev/tool-results``).
     """
-    bucket = tool_results_bucket()
-    if bucket:
+    settings = get_settings()
+    if settings.tool_results_bucket:
         return S3ToolResultStore(
-            bucket,
-            prefix=os.environ.get("TOOL_RESULTS_PREFIX", DEFAULT_S3_PREFIX),
-            server_side_encryption=os.environ.get("TOOL_RESULTS_SSE") or None,
+            settings.tool_results_bucket,
+            prefix=settings.tool_results_prefix,
+            server_side_encryption=settings.tool_results_sse,
         )
-    return FileSystemToolResultStore(os.environ.get("TOOL_RESULTS_DIR", DEFAULT_TOOL_RESULTS_DIR))
+    return FileSystemToolResultStore(settings.tool_results_dir)
