@@ -209,9 +209,14 @@ class ScriptedModelServer:
         self._thread: threading.Thread | None = None
 
     @property
+    def port(self) -> int:
+        """The port it listens on."""
+        return self._server.server_address[1]
+
+    @property
     def base_url(self) -> str:
         """What to put in ``OPENAI_BASE_URL``."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> ScriptedModelServer:
         self._thread = threading.Thread(target=self._server.serve_forever, name=LABEL, daemon=True)
