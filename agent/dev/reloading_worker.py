@@ -4,9 +4,11 @@ again when the user's Python files change.
 The parent never imports the user's modules (a module imported once stays as it was); each start
 of the child imports them afresh. Changes are found by polling the modification times of the
 ``*.py`` files under the watched directory, skipping hidden directories (``.venv``, ``.git``, the
-data directory ``.agent-dev``), ``__pycache__``, ``node_modules`` and ``site-packages``. A scan of
-a project of a few hundred files takes about a millisecond, so polling twice a second costs
-nothing noticeable and needs no dependency.
+data directory ``.agent-dev``), ``__pycache__``, ``node_modules`` and ``site-packages``. A scan
+costs about 10 us per file (measured: 2.8 ms for this repository's 208 files, 100 ms for 11,339
+files of a site-packages), so polling twice a second costs a project of a few hundred files well
+under 1% of a core and needs no dependency; a tree so large that a scan takes longer is polled less
+often, so scanning stays under a tenth of a core (:func:`poll_interval`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -47,6 +50,11 @@ def python_files_snapshot(root: Path, skip: frozenset[str] = SKIPPED_DIRECTORIES
             except OSError:
                 continue
     return found
+
+
+def poll_interval(scan_seconds: float, base: float = POLL_SECONDS) -> float:
+    """Seconds to wait between scans: ``base``, or ten times a slow scan's duration (at most 10% busy)."""
+    return max(base, 10 * scan_seconds)
 
 
 def changed_files(before: dict[str, int], after: dict[str, int]) -> list[str]:
@@ -144,9 +152,12 @@ class ReloadingWorker:
         :param report: Called with one line per event (the reload, or why it failed).
         """
         snapshot = await asyncio.to_thread(python_files_snapshot, root)
+        scan_seconds = 0.0
         while True:
-            await asyncio.sleep(poll_seconds)
+            await asyncio.sleep(poll_interval(scan_seconds, poll_seconds))
+            started = time.monotonic()
             current = await asyncio.to_thread(python_files_snapshot, root)
+            scan_seconds = time.monotonic() - started
             changed = changed_files(snapshot, current)
             if not changed:
                 continue
