@@ -61,7 +61,10 @@ async def cmd_dev(args: argparse.Namespace, client: None) -> int:
     except AlreadyRunningError as exc:
         return _fail(str(exc))
     try:
-        return await _serve(args, data_dir)
+        code = await _serve(args, data_dir)
+        if code == 0:
+            print("stopped.", flush=True)
+        return code
     except DevServerError as exc:
         return _fail(str(exc))
     finally:
@@ -121,7 +124,6 @@ async def _serve(args: argparse.Namespace, data_dir: Path) -> int:
             scripted.stop()
         if metrics is not None:
             os.environ[PROMETHEUS_ENV] = worker_env[PROMETHEUS_ENV]
-    print("stopped.", flush=True)
 
 
 async def _until_stopped(

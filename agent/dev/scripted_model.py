@@ -224,7 +224,10 @@ class ScriptedModelServer:
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
+        """Stop serving and close the socket. Idempotent; fine before :meth:`start` too."""
+        if self._thread is not None:  # shutdown() waits for a serve_forever() that must be running
+            self._server.shutdown()
+            self._thread = None
         self._server.server_close()
 
     def script(self, model: str, responses: list[dict[str, Any]]) -> None:
