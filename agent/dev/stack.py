@@ -7,6 +7,11 @@ in SQLite); S3 is moto's server (``moto[server]``). Tests start their own on fre
 its addresses: Temporal on 7233 and S3 on :data:`DEFAULT_S3_PORT` (or the port remembered in the
 data directory's ``s3.port``), so the ``env.sh`` it writes stays valid across restarts.
 
+The pieces live beside this module, one concept each: ``temporal_server`` (:class:`TemporalDevServer`),
+``s3_server`` (:class:`MotoS3Server`), ``server_process`` (what both share), ``ports`` (free,
+taken and remembered ports, executables), ``env_file`` (``env.sh``) and ``lock`` (one ``agent dev``
+per data directory); the servers and port helpers are importable from here too.
+
 Every process is started in its own session (Ctrl-C in the terminal reaches only the parent,
 which stops the children in order) and stopped by PID: SIGTERM, a wait, then SIGKILL.
 """

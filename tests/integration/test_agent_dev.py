@@ -159,6 +159,11 @@ def _second_shell(project: Path, data_dir: Path, *args: str) -> str:
     return done.stdout
 
 
+def _ask_support(project: Path, data_dir: Path) -> str:
+    """A run of ``myagent.support`` whose scripted model calls ``delete_file``; its final answer."""
+    return _second_shell(project, data_dir, "support", "user-model", "delete_file")
+
+
 def test_agent_dev_serves_reloads_and_is_reachable_from_env_sh(agent_dev: DevProcess, project: Path) -> None:
     polling = agent_dev.read_until("Worker polling")
     assert "task queue 'agent'" in polling and "myagent:support" in polling, polling
@@ -193,9 +198,7 @@ def test_agent_dev_serves_reloads_and_is_reachable_from_env_sh(agent_dev: DevPro
     assert (agent_dev.data_dir / "env.sh").read_text() == env_before
 
     # The user's tool runs, from a shell that knows only env.sh.
-    assert "deleted notes.txt (v1)" in _second_shell(
-        project, agent_dev.data_dir, "support", "user-model", "delete_file"
-    )
+    assert "deleted notes.txt (v1)" in _ask_support(project, agent_dev.data_dir)
 
     # A tool of another agent is not on this worker: the run is told where and how to get one.
     answer = _second_shell(project, agent_dev.data_dir, "other", "other-model", "not_served")
@@ -211,9 +214,16 @@ def test_agent_dev_serves_reloads_and_is_reachable_from_env_sh(agent_dev: DevPro
     assert "myagent.py" in reloaded, reloaded
     new_pid = int(reloaded.rsplit("pid ", 1)[1].rstrip(".\n"))
     assert new_pid != first_pid
-    assert "deleted notes.txt (v2)" in _second_shell(
-        project, agent_dev.data_dir, "support", "user-model", "delete_file"
-    )
+    assert "deleted notes.txt (v2)" in _ask_support(project, agent_dev.data_dir)
+
+    # A broken edit is reported and agent dev keeps running; the next good edit starts a worker again.
+    source.write_text(TOOL_MODULE + "\ndef broken(:\n")
+    failed = agent_dev.read_until("Reload after", timeout=90)
+    assert "myagent.py changed: the worker failed to start: " in failed, failed
+    assert "--tools 'myagent:support': importing myagent failed: SyntaxError: " in failed, failed
+    source.write_text(TOOL_MODULE.replace('VERSION = "v1"', 'VERSION = "v3"'))
+    agent_dev.read_until("Reloaded the worker", timeout=90)
+    assert "deleted notes.txt (v3)" in _ask_support(project, agent_dev.data_dir)
 
     agent_dev.process.send_signal(signal.SIGINT)
     assert agent_dev.process.wait(timeout=60) == 0, "".join(agent_dev.lines)
