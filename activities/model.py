@@ -84,9 +84,20 @@ WIRE_CACHE_SIZE = 256
 
 #: ``ApplicationError.type`` of an answer that is not a chat completion (retried, within the ceiling).
 BAD_RESPONSE_ERROR = "ModelBadResponse"
+#: ``ApplicationError.type`` of a failure a retry may fix: 429, 5xx, no connection (retried, within the ceiling).
+TRANSIENT_MODEL_ERROR = "ModelTransientError"
 
 #: Status codes no retry can fix: bad request, bad key, forbidden, unknown model, unprocessable.
 CLIENT_ERROR_STATUSES = frozenset({400, 401, 403, 404, 422})
+#: Of those, the ones that mean this worker's configuration is wrong (key, endpoint, model name),
+#: with what the endpoint said by them.
+_MISCONFIGURED_STATUSES = {
+    401: "it refused the API key",
+    403: "it refused the key access",
+    404: "no such model there, or no such path",
+}
+#: Where the ``openai`` SDK sends requests when ``OPENAI_BASE_URL`` is not set.
+_SDK_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 def openai_client_from_env(endpoint: str | None = None) -> openai.AsyncOpenAI:
@@ -213,8 +224,10 @@ class ModelActivities:
     async def chat_completion(self, request: ModelCallInput) -> ModelCallOutput:
         """Call the model once.
 
-        :raises ApplicationError: Non-retryable (type ``ModelClientError``) for 400/401/403/404/422;
-            retryable, honouring ``Retry-After``, for 429; other failures propagate and are retried.
+        :raises ApplicationError: Non-retryable (type ``ModelClientError``) for 400/401/403/404/422,
+            naming the endpoint, the model and what to check for 401/403/404; retryable (type
+            ``ModelTransientError``), honouring ``Retry-After``, for 429, 5xx and an endpoint that
+            cannot be reached; other failures propagate and are retried.
         """
         client = self.client_for(request.endpoint)
         history = await self._stored_history(request.conversation_head)
@@ -231,7 +244,13 @@ class ModelActivities:
                 client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=_RAW_RESPONSE)
             )
         except openai.APIStatusError as exc:
-            raise _classify(exc) from exc
+            raise _classify(exc, request, client) from exc
+        except openai.APIConnectionError as exc:  # timeouts too; retried, but saying which endpoint failed
+            raise ApplicationError(
+                f"Could not reach the model endpoint {_describe_endpoint(client, request.endpoint)} for model "
+                f"{request.model!r}: {exc.message} ({exc.__cause__!r}).",
+                type=TRANSIENT_MODEL_ERROR,
+            ) from exc
         output = from_openai_response(_parse_completion(raw))
         if self.conversations is not None and request.purpose == "agent":
             # Heartbeats go on while the segment is written: under load the write waits for a
@@ -298,8 +317,49 @@ def _parse_completion(raw: Any) -> Any:
     return completion
 
 
-def _classify(exc: openai.APIStatusError) -> Exception:
+def _describe_endpoint(client: openai.AsyncOpenAI, endpoint: str | None) -> str:
+    """The URL a client calls and where it came from, e.g. ``http://127.0.0.1:8000/v1 (from OPENAI_BASE_URL)``.
+
+    Credentials in the URL (user info, query) are left out: the text goes into the run's history.
+    """
+    full = str(client.base_url).rstrip("/")
+    url = str(client.base_url.copy_with(userinfo=b"", query=None)).rstrip("/")
+    configured_endpoint = model_endpoint(endpoint)
+    variable = configured_endpoint.env_name("base_url")
+    configured = configured_endpoint.base_url
+    if configured and configured.rstrip("/") == full:
+        return f"{url} (from {variable})"
+    if not configured and url == _SDK_DEFAULT_BASE_URL:
+        return f"{url} (OpenAI's, the default: {variable} is not set)"
+    return url  # a client handed to ModelActivities
+
+
+def _misconfiguration_error(
+    exc: openai.APIStatusError, request: ModelCallInput, client: openai.AsyncOpenAI
+) -> ApplicationError:
+    """A 401/403/404: the key, the endpoint or the model name is wrong; says which to check."""
+    prefix = f"{request.endpoint}_" if request.endpoint else ""
     status = exc.status_code
+    check = "the model name, " if status == 404 else f"{prefix}OPENAI_API_KEY, "
+    # The endpoint's own words, without the SDK's "Error code: 401 - " in front.
+    said = exc.body.get("message") if isinstance(exc.body, dict) else None
+    said = str(said or exc.message).rstrip(".")
+    return ApplicationError(
+        f"The model endpoint {_describe_endpoint(client, request.endpoint)} answered HTTP {status} "
+        f"({_MISCONFIGURED_STATUSES[status]}) for model {request.model!r}: {said}. "
+        f"Retrying cannot fix this: check {check}"
+        f"and {prefix}OPENAI_BASE_URL (is it the endpoint you meant?) on every worker of the task queue; "
+        "with `agent dev`, `source` the env.sh in its data directory (.agent-dev/env.sh by default) in the "
+        "worker's shell, so OPENAI_BASE_URL points at the scripted model.",
+        type=NON_RETRYABLE_MODEL_ERROR,
+        non_retryable=True,
+    )
+
+
+def _classify(exc: openai.APIStatusError, request: ModelCallInput, client: openai.AsyncOpenAI) -> Exception:
+    status = exc.status_code
+    if status in _MISCONFIGURED_STATUSES:
+        return _misconfiguration_error(exc, request, client)
     if status in CLIENT_ERROR_STATUSES:
         return ApplicationError(
             f"The model endpoint rejected the request with HTTP {status}: {exc.message}. "
@@ -315,7 +375,7 @@ def _classify(exc: openai.APIStatusError) -> Exception:
         except ValueError:
             delay = None
     return ApplicationError(
-        f"Model endpoint returned HTTP {status}: {exc.message}", type="ModelTransientError", next_retry_delay=delay
+        f"Model endpoint returned HTTP {status}: {exc.message}", type=TRANSIENT_MODEL_ERROR, next_retry_delay=delay
     )
 
 

@@ -121,7 +121,11 @@ class ToolActivities:
         tool = self.tools.get(call.tool_name)
         if tool is None:
             return ToolInvocationOutput(
-                result=f"Tool '{call.tool_name}' is not available on this worker. Available: {', '.join(self.tools)}.",
+                result=(
+                    f"Tool '{call.tool_name}' is not available on this worker (task queue '{activity.info().task_queue}'). "
+                    f"Available: {', '.join(self.tools)}. Start a worker with your tools: "
+                    "`agent dev --agent mymodule:agent` or `python worker.py --tools mymodule:TOOLS`."
+                ),
                 error=True,
             )
         call_id = request.call_key

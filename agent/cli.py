@@ -7,7 +7,6 @@ import asyncio
 import importlib
 import json
 import os
-import signal
 import sys
 import uuid
 from pathlib import Path
@@ -24,20 +23,15 @@ from temporalio.service import RPCError, RPCStatusCode
 from agent.agent import Agent
 from agent.client import connect, get_run
 from agent.config_command import add_config_command
+from agent.dev.command import add_dev_command
 from agent.dev.demo import demo_agent, run_demo
-from agent.dev.demo_tools import DEMO_TOOLS
-from agent.dev.scripted_model import LABEL, ScriptedModelServer
-from agent.dev.stack import DEFAULT_S3_PORT, DevStack, ensure_port_free
-from agent.inbox.cli import add_inbox_command, describe_identity, dev_identity, start_inbox
-from agent.inbox.identity import IdentityConfig
+from agent.inbox.cli import add_inbox_command
 from agent.watch import health_lines, watch
 from core.messages import ChatMessage
 from core.settings import ConfigurationError, get_settings
 from core.wire import WORKFLOW_TYPE
 from hooks.family import families
 from hooks.human_in_the_loop.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL
-from runtime.telemetry import prometheus_bind_address
-from runtime.worker import create_worker
 
 
 class AgentPathError(Exception):
@@ -204,57 +198,6 @@ async def cmd_result(args: argparse.Namespace, client: Client) -> int:
     return 0
 
 
-async def cmd_dev(args: argparse.Namespace, client: None) -> int:
-    # S3 port: --s3-port, else the one remembered in <data-dir>/s3.port, else DEFAULT_S3_PORT; fixed so
-    # that the env.sh written below stays valid when `agent dev` is restarted.
-    stack = DevStack(
-        Path(args.data_dir),
-        with_ui=True,
-        temporal_port=args.port,
-        ui_port=args.ui_port,
-        s3_port=args.s3_port,
-        default_s3_port=DEFAULT_S3_PORT,
-    )
-    if args.inbox_port > 0:  # fail before anything starts, as for the stack's own ports
-        ensure_port_free(args.inbox_port, "the web inbox", hint="Choose --inbox-port N (0: a free one, -1: no inbox).")
-    scripted = None
-    with stack:
-        stack.apply_env()
-        if get_settings().openai_api_key is None:
-            scripted = ScriptedModelServer().start()
-            os.environ.update({"OPENAI_BASE_URL": scripted.base_url, "OPENAI_API_KEY": "scripted-model"})
-        print(stack.describe())
-        print(
-            f"Model:           {'[' + LABEL + '] scripted model at ' + scripted.base_url if scripted else get_settings().openai_base_url or 'OpenAI'}"
-        )
-        print(f"Env for other shells: source {stack.write_env_file()}")
-        client = await connect(stack.temporal.address)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        try:
-            async with create_worker(client, tools=DEMO_TOOLS, task_queue=args.task_queue):
-                inbox = None
-                if args.inbox_port >= 0:
-                    identity = IdentityConfig(insecure_dev_identity=args.inbox_identity)
-                    inbox = await start_inbox(client, identity, "127.0.0.1", args.inbox_port)
-                    print(f"Inbox:           {inbox.url}  ({describe_identity(identity)})", flush=True)
-                metrics = prometheus_bind_address()
-                if metrics is not None:
-                    print(f"Metrics:         http://{metrics}/metrics  (AGENT_PROMETHEUS_BIND)", flush=True)
-                print(f"Worker polling task queue '{args.task_queue}'. Ctrl-C stops everything.", flush=True)
-                await stop.wait()
-                if inbox is not None:
-                    await inbox.stop()
-                print("stopping the worker, the Temporal server and S3 ...", flush=True)
-        finally:
-            if scripted is not None:
-                scripted.stop()
-    print("stopped.")
-    return 0
-
-
 async def cmd_demo(args: argparse.Namespace, client: None) -> int:
     return await run_demo(Path(args.data_dir))
 
@@ -306,31 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     result.add_argument("--json", action="store_true", help="print the whole AgentRunResult as JSON")
     result.set_defaults(handler=cmd_result)
 
-    dev = sub.add_parser("dev", help="run the embedded stack (Temporal dev server, S3, worker) until Ctrl-C")
-    dev.add_argument(
-        "--data-dir",
-        default=".agent-dev",
-        help="where Temporal's SQLite file, S3's recording and port, env.sh and logs live",
-    )
-    dev.add_argument("--port", type=int, default=7233, help="Temporal gRPC port on 127.0.0.1 (default 7233)")
-    dev.add_argument("--ui-port", type=int, default=8233, help="Temporal UI port (default 8233)")
-    dev.add_argument(
-        "--s3-port",
-        type=int,
-        default=None,
-        help=f"S3 (moto) port on 127.0.0.1 (default {DEFAULT_S3_PORT}, MinIO's); the port used is remembered in "
-        "DATA_DIR/s3.port and reused by the next start without --s3-port, so env.sh stays valid",
-    )
-    dev.add_argument("--task-queue", default=settings.task_queue, help="task queue of the worker")
-    dev.add_argument(
-        "--inbox-port", type=int, default=8765, help="port of the web inbox on 127.0.0.1 (default 8765; -1: no inbox)"
-    )
-    dev.add_argument(
-        "--inbox-identity",
-        default=dev_identity(),
-        help="the name the dev inbox decides as (--insecure-dev-identity; default: $USER)",
-    )
-    dev.set_defaults(handler=cmd_dev, needs_client=False)
+    add_dev_command(sub)
 
     add_inbox_command(sub)
     add_config_command(sub)

@@ -234,7 +234,7 @@ class Settings(BaseSettings):
 
     def as_environment(self) -> dict[str, str]:
         """The settings that have a value, secrets left out, by variable, as text (``true``/``false``
-        for booleans): for code that takes an environment mapping, such as runtime/tracing.py."""
+        for booleans): for code that takes an environment mapping, such as runtime/telemetry.py."""
         return {
             env_name(field): str(value).lower() if isinstance(value, bool) else str(value)
             for field in type(self).model_fields

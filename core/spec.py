@@ -132,6 +132,8 @@ class AgentSpec:
         self.tool_specs: list[ToolSpec] = [
             t.spec if isinstance(t, Tool) else ToolSpec.model_validate(t) for t in flatten_tools(tools)
         ]
+        #: The runnable tools among ``tools`` (not serialised: a worker serves them, e.g. ``agent dev --agent``).
+        self.tool_functions: list[Tool] = [t for t in flatten_tools(tools) if isinstance(t, Tool)]
         names = [t.name for t in self.tool_specs]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:

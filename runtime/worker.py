@@ -1,5 +1,5 @@
 """The agent worker: ``python worker.py`` (the entry point at the repository root) runs one with
-the demo tools.
+the demo tools, or with yours (``--tools module:attr``).
 
 ``create_worker(client, tools=[...], task_queue=...)`` builds a temporalio ``Worker`` for agent
 runs. ``AgentPlugin`` (``runtime/plugin.py``) supplies the workflow, the activities and the
@@ -22,11 +22,11 @@ from temporalio.worker import Worker
 
 from activities.model import ModelActivities
 from activities.tool_invocation import ToolActivities
-from core.serialization import import_object
 from core.settings import DEFAULT_MAX_CACHED_WORKFLOWS as DEFAULT_MAX_CACHED_WORKFLOWS
 from core.settings import ConfigurationError, env_name, get_settings
 from core.tools import Tool
 from runtime.plugin import AgentPlugin, connect
+from runtime.tool_loading import ToolSpecError, load_tools
 
 #: Crash recovery: a workflow task stuck on a dead worker's sticky queue moves to the shared
 #: queue after this long (Temporal's default is 5 s). Activity heartbeats (3 s timeout, sent
@@ -39,7 +39,7 @@ HEARTBEAT_THROTTLE = timedelta(seconds=1)
 MAX_CACHED_WORKFLOWS_ENV = env_name("max_cached_workflows")
 
 #: The demo's tools, which ``python worker.py`` runs unless ``--tools`` names others.
-DEFAULT_TOOLS = "agent.dev.demo_tools.DEMO_TOOLS"
+DEFAULT_TOOLS = "agent.dev.demo_tools:DEMO_TOOLS"
 
 
 def max_cached_workflows() -> int:
@@ -114,23 +114,41 @@ async def _connect_and_run(tools: list[Tool], task_queue: str | None) -> None:
     await run_worker(await connect(), tools, task_queue)
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """``python worker.py``'s options."""
     parser = argparse.ArgumentParser(
-        description="Run an agent worker (Temporal address etc. from TEMPORAL_* env vars)."
+        prog="python worker.py",
+        description="Run an agent worker (Temporal address etc. from TEMPORAL_* env vars).",
     )
     parser.add_argument(
         "--tools",
-        default=DEFAULT_TOOLS,
-        help="import path of a list of @tool functions (default: the demo's two tools)",
+        action="append",
+        metavar="MODULE:ATTR",
+        help="your tools by import path, as `agent run --agent`: a list of @tool functions, a Toolset, or an "
+        "agent.Agent whose tools are served (e.g. myapp.tools:TOOLS or myapp.agents:support); modules are "
+        "found in the current directory; repeatable. Default: the demo's two tools",
     )
     parser.add_argument("--task-queue", help="task queue to poll (default: $AGENT_TASK_QUEUE or agent)")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python worker.py``: a bad ``--tools`` spec exits with status 2 and says what was not found.
+
+    :param argv: The arguments (``sys.argv[1:]`` when ``None``).
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        tools = load_tools(args.tools or [DEFAULT_TOOLS])
+    except ToolSpecError as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
     try:  # a bad setting stops the worker before it connects, with the variable named
         get_settings()
     except ConfigurationError as exc:
         sys.exit(f"worker: {exc}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(_connect_and_run(list(import_object(args.tools)), args.task_queue))
+    asyncio.run(_connect_and_run(tools, args.task_queue))
 
 
 if __name__ == "__main__":

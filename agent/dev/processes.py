@@ -161,7 +161,7 @@ def start_worker(
     """Start ``python worker.py`` as a child process (environment: this process's plus ``env``).
 
     :param log_file: Where its output goes (appended).
-    :param tools: Import path of its tools (default: the demo's).
+    :param tools: Its ``--tools`` spec, ``module:attr`` (default: the demo's tools).
     :param task_queue: Its task queue (default: ``AGENT_TASK_QUEUE`` or ``agent``).
     :param wait_ready: Return once it prints ``worker ready`` (it polls); with False return at
         once, so a measurement can include the worker's start-up.

@@ -209,9 +209,14 @@ class ScriptedModelServer:
         self._thread: threading.Thread | None = None
 
     @property
+    def port(self) -> int:
+        """The port it listens on."""
+        return self._server.server_address[1]
+
+    @property
     def base_url(self) -> str:
         """What to put in ``OPENAI_BASE_URL``."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> ScriptedModelServer:
         self._thread = threading.Thread(target=self._server.serve_forever, name=LABEL, daemon=True)
@@ -219,7 +224,10 @@ class ScriptedModelServer:
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
+        """Stop serving and close the socket. Idempotent; fine before :meth:`start` too."""
+        if self._thread is not None:  # shutdown() waits for a serve_forever() that must be running
+            self._server.shutdown()
+            self._thread = None
         self._server.server_close()
 
     def script(self, model: str, responses: list[dict[str, Any]]) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import socket
 import urllib.error
 import urllib.request
@@ -21,6 +20,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
+from agent.dev.env_file import read_env_file
 from agent.dev.stack import (
     DEFAULT_S3_PORT,
     DevServerError,
@@ -229,17 +229,6 @@ def test_free_port_is_bindable() -> None:
         sock.bind(("127.0.0.1", port))
 
 
-def _env_file_values(path: Path) -> dict[str, str]:
-    """``export KEY=value`` lines of an env.sh, as a shell would read them."""
-    values: dict[str, str] = {}
-    for line in path.read_text().splitlines():
-        export, assignment = shlex.split(line)
-        assert export == "export"
-        key, _, value = assignment.partition("=")
-        values[key] = value
-    return values
-
-
 def _moto_answers(endpoint: str) -> bool:
     try:
         with urllib.request.urlopen(f"{endpoint}/moto-api/data.json", timeout=5) as resp:
@@ -255,7 +244,7 @@ def test_restarted_stack_keeps_its_s3_port_so_env_sh_stays_valid(tmp_path: Path)
         assert first.s3_port_source == "free"  # nothing remembered and no default: a free port, as tests want
         port = first.s3.port
         env_file = first.write_env_file()
-        endpoint = _env_file_values(env_file)["AWS_ENDPOINT_URL_S3"]
+        endpoint = read_env_file(env_file)["AWS_ENDPOINT_URL_S3"]
         assert endpoint == f"http://127.0.0.1:{port}"
         assert _moto_answers(endpoint)
     assert (data_dir / "s3.port").read_text() == f"{port}\n"
@@ -264,8 +253,8 @@ def test_restarted_stack_keeps_its_s3_port_so_env_sh_stays_valid(tmp_path: Path)
     with DevStack(data_dir, with_ui=False, persist_s3=False) as second:
         assert second.s3_port_source == "remembered"
         assert second.s3.port == port
-        assert _moto_answers(_env_file_values(env_file)["AWS_ENDPOINT_URL_S3"])  # the old env.sh, unchanged
-        assert _env_file_values(second.write_env_file(tmp_path / "env2.sh"))["AWS_ENDPOINT_URL_S3"] == endpoint
+        assert _moto_answers(read_env_file(env_file)["AWS_ENDPOINT_URL_S3"])  # the old env.sh, unchanged
+        assert read_env_file(second.write_env_file(tmp_path / "env2.sh"))["AWS_ENDPOINT_URL_S3"] == endpoint
 
 
 def test_s3_port_choice_given_then_remembered_then_default_then_free(tmp_path: Path) -> None:

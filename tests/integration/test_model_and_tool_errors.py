@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+import time
 from datetime import timedelta
 
+import openai
 import pytest
 from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
+from activities.model import ModelActivities, ModelCallInput
 from agent import Agent, ChatMessage
 from tests import tools as t
 
@@ -93,3 +99,52 @@ async def test_a_body_that_is_not_a_completion_is_named_clearly(client, worker, 
     assert "The model endpoint answered HTTP 200 with text/html that is not a chat completion" in message
     assert "<html><body>502 Bad Gateway" in message
     assert "'str' object has no attribute" not in message
+
+
+@pytest.mark.parametrize(
+    ("status", "said", "check"),
+    [
+        (401, "Incorrect API key provided: sk-fake.", "check OPENAI_API_KEY, and OPENAI_BASE_URL"),
+        (403, "Project does not have access to model", "check OPENAI_API_KEY, and OPENAI_BASE_URL"),
+        (404, "The model does not exist", "check the model name, and OPENAI_BASE_URL"),
+    ],
+)
+async def test_a_refused_key_or_unknown_model_fails_the_run_at_once_naming_endpoint_model_and_remedy(
+    client, worker, scripted, model, run_id, status, said, check
+):
+    scripted.script(model, [{"error": {"status": status, "message": said}, "times": 100}])
+    started = time.monotonic()
+    handle = await start(client, worker, run_id, Agent(model=model, tools=[t.add]))
+    with pytest.raises(WorkflowFailureError) as caught:
+        await asyncio.wait_for(handle.result(), timeout=30)
+    elapsed = time.monotonic() - started
+    error = caught.value.cause
+    assert error.type == "ModelCallFailed" and error.non_retryable
+    assert error.message.startswith("The model call was given up: retrying cannot fix it. Last error: ")
+    assert f"The model endpoint {scripted.base_url} (from OPENAI_BASE_URL) answered HTTP {status}" in error.message
+    assert f"for model {model!r}: {said}" in error.message
+    assert check in error.message and "source` the env.sh" in error.message
+    assert len(scripted.requests(model)) == 1
+    events = (await handle.workflow.fetch_history()).events
+    attempts = [
+        e.activity_task_started_event_attributes.attempt
+        for e in events
+        if e.HasField("activity_task_started_event_attributes")
+    ]
+    assert attempts == [1]
+    assert elapsed < 10  # one attempt, no backoff (a retry would wait 0.5 s, then 1 s, ... for 30 min)
+
+
+async def test_an_endpoint_that_cannot_be_reached_stays_retryable_and_is_named():
+    with socket.socket() as probe:  # a loopback port nothing listens on: connections are refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base_url = f"http://127.0.0.1:{port}/v1"
+    activities = ModelActivities(
+        client=openai.AsyncOpenAI(api_key="k", base_url=base_url, max_retries=0), conversations=None
+    )
+    request = ModelCallInput(model="gpt-x", messages=[ChatMessage.from_user("hi")])
+    with pytest.raises(ApplicationError) as caught:
+        await ActivityEnvironment().run(activities.chat_completion, request)
+    assert not caught.value.non_retryable and caught.value.type == "ModelTransientError"
+    assert f"Could not reach the model endpoint {base_url} for model 'gpt-x': Connection error." in caught.value.message

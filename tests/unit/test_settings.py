@@ -183,12 +183,16 @@ def test_every_field_is_documented():
 # Lines outside core/settings.py that touch os.environ, each for a reason other than reading a
 # setting: building a child process's environment, or writing variables for children.
 ALLOWED_ENVIRON_USES = {
-    "agent/cli.py": ["os.environ.update("],  # agent dev points its worker at the scripted model
+    "agent/dev/command.py": [
+        "worker_env = dict(os.environ)",  # agent dev's worker child inherits the environment
+        "os.environ.pop(PROMETHEUS_ENV, None)",  # the worker child binds the metrics port, not the parent
+        "os.environ[PROMETHEUS_ENV] = worker_env[PROMETHEUS_ENV]",  # put it back when agent dev stops
+    ],
     "agent/dev/demo.py": ["**os.environ,"],  # the demo worker's environment
     "agent/dev/processes.py": ["{**os.environ,"],  # a child process's environment
+    "agent/dev/s3_server.py": ["env = dict(os.environ)"],  # moto's environment
+    "agent/dev/temporal_server.py": ["for k, v in os.environ.items() if not k.startswith"],  # the dev server's
     "agent/dev/stack.py": [
-        "for k, v in os.environ.items() if not k.startswith",  # the dev server's environment
-        "env = dict(os.environ)",  # moto's environment
         "``os.environ``",  # docstring
         "target = os.environ if environ is None else environ",  # apply_env / restore_env write
         "target = os.environ if environ is None else environ",

@@ -1,0 +1,217 @@
+"""``agent dev``: the embedded stack, the scripted model, a worker with your tools, and the inbox, until Ctrl-C.
+
+Ports that other shells need (Temporal's, S3's, the scripted model's) stay the same across
+restarts, so the ``env.sh`` it writes stays valid; one ``agent dev`` runs per data directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from pathlib import Path
+
+from agent.client import connect
+from agent.dev.lock import AlreadyRunningError, DataDirLock
+from agent.dev.ports import ensure_port_free, read_port_file, write_port_file
+from agent.dev.processes import DevServerError
+from agent.dev.reloading_worker import ReloadingWorker
+from agent.dev.scripted_model import LABEL, ScriptedModelServer
+from agent.dev.stack import DEFAULT_S3_PORT, DevStack
+from agent.inbox.cli import describe_identity, dev_identity, start_inbox
+from agent.inbox.identity import IdentityConfig
+from core.settings import get_settings
+from runtime.telemetry import PROMETHEUS_ENV, prometheus_bind_address
+
+#: File under the data directory holding the scripted model's port of the last start (one integer).
+MODEL_PORT_FILE = "model.port"
+
+#: The ``OPENAI_API_KEY`` that env.sh gives other shells with the scripted model (it checks no key).
+SCRIPTED_API_KEY = "scripted-model"
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"agent dev: error: {message}", file=sys.stderr, flush=True)
+    return code
+
+
+def _scripted_model(data_dir: Path, port: int | None) -> ScriptedModelServer:
+    """The scripted model on ``port``, else the port remembered in ``data_dir/model.port``, else a free one.
+
+    :raises DevServerError: When that port is taken.
+    """
+    port_file = data_dir / MODEL_PORT_FILE
+    chosen = port if port is not None else read_port_file(port_file)
+    if chosen:
+        origin = "asked for with --model-port" if port is not None else f"remembered in {port_file}"
+        ensure_port_free(chosen, "the scripted model", hint=f"({origin}.) Choose another with --model-port N.")
+    server = ScriptedModelServer(chosen or 0)
+    write_port_file(port_file, server.port)
+    return server
+
+
+async def cmd_dev(args: argparse.Namespace, client: None) -> int:
+    """Run ``agent dev`` until SIGINT/SIGTERM; returns the exit status."""
+    data_dir = Path(args.data_dir).absolute()
+    try:
+        lock = DataDirLock(data_dir).acquire()
+    except AlreadyRunningError as exc:
+        return _fail(str(exc))
+    try:
+        code = await _serve(args, data_dir)
+        if code == 0:
+            print("stopped.", flush=True)
+        return code
+    except DevServerError as exc:
+        return _fail(str(exc))
+    finally:
+        lock.release()
+
+
+async def _serve(args: argparse.Namespace, data_dir: Path) -> int:
+    # S3 port: --s3-port, else the one remembered in <data-dir>/s3.port, else DEFAULT_S3_PORT; fixed so
+    # that the env.sh written below stays valid when `agent dev` is restarted.
+    stack = DevStack(
+        data_dir,
+        with_ui=True,
+        temporal_port=args.port,
+        ui_port=args.ui_port,
+        s3_port=args.s3_port,
+        default_s3_port=DEFAULT_S3_PORT,
+    )
+    if args.inbox_port > 0:  # fail before anything starts, as for the stack's own ports
+        ensure_port_free(args.inbox_port, "the web inbox", hint="Choose --inbox-port N (0: a free one, -1: no inbox).")
+    real_model = get_settings().openai_api_key is not None
+    scripted = None if real_model else _scripted_model(data_dir, args.model_port)
+    # The worker serves the SDK metrics: the parent's own client must not bind the same address.
+    metrics = prometheus_bind_address()
+    worker_env = dict(os.environ)
+    os.environ.pop(PROMETHEUS_ENV, None)
+    try:
+        with stack:
+            model_env = {"OPENAI_BASE_URL": scripted.base_url, "OPENAI_API_KEY": SCRIPTED_API_KEY} if scripted else {}
+            shell_env = {**model_env, "AGENT_TASK_QUEUE": args.task_queue}
+            if real_model and get_settings().openai_base_url:
+                shell_env["OPENAI_BASE_URL"] = get_settings().openai_base_url
+            worker_env.update({**stack.env, **shell_env})
+            if scripted is not None:
+                scripted.start()
+            print(stack.describe())
+            model_line = (
+                f"[{LABEL}] scripted model at {scripted.base_url}" if scripted else "yours (OPENAI_API_KEY is set)"
+            )
+            print(f"Model:           {model_line}")
+            print(f"Env for other shells: source {stack.write_env_file(extra=shell_env)}", flush=True)
+            if real_model:
+                print("  (env.sh leaves out OPENAI_API_KEY: export your own in the other shell)")
+            worker = ReloadingWorker(args.agent, args.task_queue, worker_env, Path.cwd(), data_dir / "worker.log")
+            try:
+                pid = worker.start()
+            except DevServerError:
+                what = "the agents' tools (" + ", ".join(args.agent) + ")" if args.agent else "the demo tools"
+                return _fail(
+                    f"the worker could not load {what}: {worker.last_error_line()} (log: {worker.log_file})", 2
+                )
+            try:
+                return await _until_stopped(args, stack, worker, pid, metrics)
+            finally:
+                worker.stop()
+    finally:
+        if scripted is not None:
+            scripted.stop()
+        if metrics is not None:
+            os.environ[PROMETHEUS_ENV] = worker_env[PROMETHEUS_ENV]
+
+
+async def _until_stopped(
+    args: argparse.Namespace, stack: DevStack, worker: ReloadingWorker, pid: int, metrics: str | None
+) -> int:
+    client = await connect(stack.temporal.address)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    inbox = None
+    if args.inbox_port >= 0:
+        identity = IdentityConfig(insecure_dev_identity=args.inbox_identity)
+        inbox = await start_inbox(client, identity, "127.0.0.1", args.inbox_port)
+        print(f"Inbox:           {inbox.url}  ({describe_identity(identity)})", flush=True)
+    if metrics is not None:
+        print(f"Metrics:         http://{metrics}/metrics  (AGENT_PROMETHEUS_BIND)", flush=True)
+    watcher = None
+    if args.agent:
+        watcher = asyncio.create_task(worker.watch(Path.cwd(), lambda line: print(line, flush=True)))
+        print(f"Watching:        *.py under {Path.cwd()}; a change restarts the worker", flush=True)
+    served = ", ".join(args.agent) if args.agent else "the demo tools (check_inventory, open_ticket)"
+    print(
+        f"Worker polling task queue '{args.task_queue}' (pid {pid}) with {served}. Ctrl-C stops everything.", flush=True
+    )
+    await stop.wait()
+    if watcher is not None:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+    if inbox is not None:
+        await inbox.stop()
+    print("stopping the worker, the Temporal server and S3 ...", flush=True)
+    return 0
+
+
+def add_dev_command(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``agent dev`` on the ``agent`` command's subparsers."""
+    settings = get_settings()
+    dev = subparsers.add_parser(
+        "dev",
+        help="run the embedded stack (Temporal dev server, S3, scripted model, a worker with your tools) until Ctrl-C",
+        description="Run Temporal, S3, the scripted model, the inbox and a worker until Ctrl-C. The worker serves "
+        "the tools of every --agent on --task-queue (the demo's two tools without --agent) and restarts when a "
+        "*.py file under the current directory changes. DATA_DIR/env.sh has what another shell needs "
+        "(source it). One agent dev runs per data directory.",
+    )
+    dev.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="MODULE:ATTR",
+        help="your agent.Agent (or a list of @tool functions, a Toolset, or a function returning one) by import "
+        "path, found in the current directory, e.g. myapp.agents:support; repeatable. The worker serves their "
+        "tools, and only theirs, on --task-queue; without --agent it serves the demo's two tools",
+    )
+    dev.add_argument(
+        "--data-dir",
+        default=".agent-dev",
+        help="where Temporal's SQLite file, S3's recording, the remembered ports, env.sh, the lock and logs live",
+    )
+    dev.add_argument("--port", type=int, default=7233, help="Temporal gRPC port on 127.0.0.1 (default 7233)")
+    dev.add_argument("--ui-port", type=int, default=8233, help="Temporal UI port (default 8233)")
+    dev.add_argument(
+        "--s3-port",
+        type=int,
+        default=None,
+        help=f"S3 (moto) port on 127.0.0.1 (default {DEFAULT_S3_PORT}, MinIO's); the port used is remembered in "
+        "DATA_DIR/s3.port and reused by the next start without --s3-port, so env.sh stays valid",
+    )
+    dev.add_argument(
+        "--model-port",
+        type=int,
+        default=None,
+        help="the scripted model's port on 127.0.0.1 (default: the one remembered in DATA_DIR/model.port, else a "
+        "free one, then remembered); not started when OPENAI_API_KEY is set",
+    )
+    dev.add_argument(
+        "--task-queue",
+        default=settings.task_queue,
+        help=f"task queue of the worker (default: $AGENT_TASK_QUEUE or agent; now {settings.task_queue!r})",
+    )
+    dev.add_argument(
+        "--inbox-port", type=int, default=8765, help="port of the web inbox on 127.0.0.1 (default 8765; -1: no inbox)"
+    )
+    dev.add_argument(
+        "--inbox-identity",
+        default=dev_identity(),
+        help="the name the dev inbox decides as (--insecure-dev-identity; default: $USER)",
+    )
+    dev.set_defaults(handler=cmd_dev, needs_client=False)

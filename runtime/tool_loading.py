@@ -1,0 +1,120 @@
+"""Tools named on a command line: ``module:attr``, as ``agent run --agent`` names an agent.
+
+``python worker.py --tools SPEC`` and ``agent dev --agent SPEC`` both resolve a spec here, so the
+two accept the same form and find modules in the same place (the current directory, as
+``python -m`` does).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any
+
+from core.serialization import import_object
+from core.spec import AgentSpec
+from core.tools import Tool, Toolset, flatten_tools
+
+
+class ToolSpecError(ValueError):
+    """A ``--tools``/``--agent`` spec names nothing usable (a usage error)."""
+
+
+def _current_directory_importable() -> None:
+    """Put the working directory on ``sys.path``, as ``python -m`` does (``python worker.py`` puts
+    the script's own directory there instead)."""
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+
+
+def resolve_spec(spec: str, option: str = "--tools") -> Any:
+    """The object ``module:attr`` names (``attr`` may be dotted: ``module:holder.TOOLS``).
+
+    The dotted form ``module.attr`` is accepted too, for scripts written before the ``:`` form.
+
+    :param spec: The spec as typed.
+    :param option: The option it came from, named in errors.
+    :raises ToolSpecError: For a malformed spec, a missing module or attribute, or an import that fails.
+    """
+    _current_directory_importable()
+    module_name, sep, attr = spec.partition(":")
+    if not sep:
+        try:
+            return import_object(spec)
+        except ValueError as exc:
+            raise ToolSpecError(
+                f"{option} {spec!r}: {exc} Name it as module:attribute, e.g. myapp.tools:TOOLS "
+                f"(modules are looked up in {os.getcwd()} and on sys.path)."
+            ) from exc
+    if not module_name or not attr:
+        raise ToolSpecError(f"{option} {spec!r}: expected module:attribute, e.g. myapp.tools:TOOLS")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            raise ToolSpecError(
+                f"{option} {spec!r}: no module named {exc.name!r} in {os.getcwd()} or on sys.path"
+            ) from exc
+        raise ToolSpecError(f"{option} {spec!r}: importing {module_name} failed: {exc}") from exc
+    except Exception as exc:
+        raise ToolSpecError(f"{option} {spec!r}: importing {module_name} failed: {type(exc).__name__}: {exc}") from exc
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise ToolSpecError(
+                f"{option} {spec!r}: module {module_name} ({module.__file__}) has no attribute {attr!r}"
+            )
+        target = getattr(target, part)
+    return target
+
+
+def tools_of(obj: Any, spec: str, option: str = "--tools") -> list[Tool]:
+    """The runnable tools of what a spec named: a ``Tool``, a list of tools, a ``Toolset``, an
+    ``Agent`` (its tools), or a zero-argument function returning one of these.
+
+    :raises ToolSpecError: For anything else, or an agent with tools given only as ``ToolSpec``.
+    """
+    if callable(obj) and not isinstance(obj, (Tool, type)):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise ToolSpecError(f"{option} {spec!r}: calling it raised {type(exc).__name__}: {exc}") from exc
+    if isinstance(obj, AgentSpec):
+        missing = sorted({t.name for t in obj.tool_specs} - {t.name for t in obj.tool_functions})
+        if missing:
+            raise ToolSpecError(
+                f"{option} {spec!r}: the agent's tools {', '.join(missing)} were given as ToolSpec, without a "
+                "function to run; name their @tool functions with --tools module:TOOLS"
+            )
+        return list(obj.tool_functions)
+    if isinstance(obj, Tool):
+        return [obj]
+    if isinstance(obj, (list, tuple, Toolset)):
+        tools = flatten_tools(list(obj))
+        strangers = [repr(t) for t in tools if not isinstance(t, Tool)]
+        if strangers:
+            raise ToolSpecError(f"{option} {spec!r}: not @tool functions: {', '.join(strangers)}")
+        return tools
+    raise ToolSpecError(
+        f"{option} {spec!r} is a {type(obj).__name__}; expected a list of @tool functions, a Toolset, "
+        "an agent.Agent, or a zero-argument function returning one"
+    )
+
+
+def load_tools(specs: list[str], option: str = "--tools") -> list[Tool]:
+    """The tools of every spec, in order; a tool named by two specs is served once.
+
+    :raises ToolSpecError: As :func:`resolve_spec` and :func:`tools_of`, or when two specs name
+        different tools with one name.
+    """
+    by_name: dict[str, Tool] = {}
+    for spec in specs:
+        for tool in tools_of(resolve_spec(spec, option), spec, option):
+            other = by_name.setdefault(tool.name, tool)
+            if other is not tool and other.function is not tool.function:
+                raise ToolSpecError(
+                    f"{option} {spec!r}: another spec already gave a different tool named {tool.name!r}"
+                )
+    return list(by_name.values())
