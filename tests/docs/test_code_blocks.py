@@ -36,7 +36,7 @@ from agent.dev.scripted_model import ScriptedModelServer
 from tests.docs.markdown_blocks import Block, blocks
 
 REPO = Path(__file__).resolve().parents[2]
-DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOC_FILES = [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").glob("*.md"))]
 BLOCK_TIMEOUT_S = 120
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 
