@@ -1,0 +1,1 @@
+"""Examples the README and docs/ run (``agent dev --agent examples.quickstart:agent``)."""
