@@ -2,12 +2,16 @@
 no-hang work, with today's code, so a later change that breaks such runs fails CI:
 
 - ``ask_once_in_order``: AskOncePolicy asks a tool's identical calls in order (one request), with
-  the pending-calls memo and the per-request decision limits (three patch markers);
+  the pending-calls memo and the per-request decision limits;
 - ``hook_error``: a hook raises and the run fails with HookError;
 - ``model_gave_up``: a model call that kept failing ends the run after model_retry_timeout;
 - ``offload_in_workflow``: a hook that reads results sits before the offload hook, so the offload
   hook writes through the store activity in its turn;
-- ``lifecycle``: a hook with warm_up/close registered at two points (one object).
+- ``lifecycle``: a hook with warm_up/close registered at two points (one object);
+- ``compaction_offload``: ``ToolResultOffloadCompactor`` moves older results to a store through
+  the compaction family's ``store_compacted_result`` activity;
+- ``audit``: ``AuditHook`` at ``before_tool`` and ``after_tool`` (its note kept in the run's
+  ``AuditLedger`` slot) writes each step's records through ``write_audit_records``.
 
 Re-record after an intended change with ``RECORD_HITL_HISTORIES=1 .venv/bin/pytest tests/unit/test_path_replay.py``.
 """
@@ -25,6 +29,8 @@ from temporalio.worker import Replayer
 
 from agent import Agent, ChatMessage
 from hooks import FunctionHook
+from hooks.audit import AuditHook, FileSystemAuditStore
+from hooks.compaction import ApproximateTokenCounter, CompactionHook, ToolResultOffloadCompactor
 from hooks.human_in_the_loop import AskOncePolicy, ConfirmationHook, DurableConfirmationStrategy
 from hooks.tool_result_offloading import FileSystemToolResultStore, OffloadOverChars, ToolResultOffloadHook
 from runtime.plugin import AgentPlugin
@@ -34,7 +40,21 @@ from tests.hitl_helpers import call, calls, wait_pending
 from workflows.agent_workflow import AgentWorkflow
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
-PATHS = ("ask_once_in_order", "hook_error", "model_gave_up", "offload_in_workflow", "lifecycle")
+PATHS = (
+    "ask_once_in_order",
+    "hook_error",
+    "model_gave_up",
+    "offload_in_workflow",
+    "lifecycle",
+    "compaction_offload",
+    "audit",
+)
+#: The activity each of these paths must have scheduled (what makes the history that path's).
+PATH_ACTIVITY = {
+    "offload_in_workflow": "store_tool_result",
+    "compaction_offload": "store_compacted_result",
+    "audit": "write_audit_records",
+}
 
 
 def history_file(path: str) -> Path:
@@ -68,6 +88,22 @@ async def _record(path: str, client, worker: str, scripted, model: str, run_id: 
         scripted.script(model, [calls(call("big_text", id="b1", size=5000)), {"text": "done"}])
         offload = ToolResultOffloadHook(FileSystemToolResultStore(tmp_path), {"big_text": OffloadOverChars(100)})
         agent = Agent(model=model, tools=[t.big_text], hooks={"after_tool": [offload_support.redact_secrets, offload]})
+        handle = await agent.start(client, go, run_id=run_id, task_queue=worker)
+        await handle.result()
+    elif path == "compaction_offload":
+        scripted.script(model, [*[calls(call("big_text", size=2000))] * 4, {"text": "done"}])
+        compaction = CompactionHook(
+            ToolResultOffloadCompactor(FileSystemToolResultStore(tmp_path), min_tokens=100, preview_chars=50),
+            context_window=3000,
+            token_counter=ApproximateTokenCounter(),
+        )
+        agent = Agent(model=model, tools=[t.big_text], hooks={"before_llm": [compaction]})
+        handle = await agent.start(client, go, run_id=run_id, task_queue=worker)
+        await handle.result()
+    elif path == "audit":
+        scripted.script(model, [calls(call("add", id="a1", a=1, b=2), call("echo", id="e1", text="x")), {"text": "3"}])
+        audit = AuditHook(FileSystemAuditStore(tmp_path))
+        agent = Agent(model=model, tools=[t.add, t.echo], hooks={"before_tool": [audit], "after_tool": [audit]})
         handle = await agent.start(client, go, run_id=run_id, task_queue=worker)
         await handle.result()
     else:
@@ -108,10 +144,10 @@ async def test_replay_history(path):
         )
     else:
         assert last == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
-    if path == "offload_in_workflow":
+    if path in PATH_ACTIVITY:
         scheduled = [
             e.activity_task_scheduled_event_attributes.activity_type.name
             for e in history.events
             if e.HasField("activity_task_scheduled_event_attributes")
         ]
-        assert "store_tool_result" in scheduled
+        assert PATH_ACTIVITY[path] in scheduled
