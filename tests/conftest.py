@@ -34,6 +34,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if not item.get_closest_marker("recorder")]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def side_effects_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where ``tests.tools.record`` appends when a test names no file of its own.
+
+    Without ``SIDE_EFFECTS_FILE`` the tool would write into the working directory, the checkout;
+    a test that reads the lines sets its own file with ``monkeypatch.setenv``."""
+    path = tmp_path_factory.mktemp("side-effects") / "effects.jsonl"
+    previous = os.environ.get("SIDE_EFFECTS_FILE")
+    os.environ["SIDE_EFFECTS_FILE"] = str(path)
+    yield path
+    if previous is None:
+        os.environ.pop("SIDE_EFFECTS_FILE", None)
+    else:
+        os.environ["SIDE_EFFECTS_FILE"] = previous
+
+
 @pytest.fixture(scope="session")
 def scripted() -> Iterator[ScriptedModelServer]:
     """The scripted model; the worker's OPENAI_BASE_URL points at it (never at a real model)."""
