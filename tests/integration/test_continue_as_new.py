@@ -1,7 +1,7 @@
-"""Continue-as-new (issue 3 item 5) on the real dev server with the scripted model server:
-a run that continues as new several times keeps its State, hook memory and hook token usage,
-``get_run(...).result()`` follows it to the end, and confirmations decided by Signal or Update
-reach whichever run of the chain is current.
+"""Continue-as-new on the real dev server with the scripted model server, since a long run must not
+lose what it carries when its history is cut: a run that continues as new several times keeps its
+State, hook memory and hook token usage, ``get_run(...).result()`` follows it to the end, and
+confirmations decided by Signal or Update reach whichever run of the chain is current.
 
 ``continue_as_new_after_events=100`` (the minimum) makes a run continue every ~8 steps. AskOnce
 memory across continue-as-new is tested in tests/integration/test_hitl.py.

@@ -1,8 +1,8 @@
-"""Who may decide (issue 11, item 2) on the real dev server: the Update's validator refuses an
-approver not on the request's list (and a decision naming no approver) before anything reaches
-history, the Signal handler ignores such a decision with a log line, a per-tool list in
-``ConfirmationHook`` replaces the strategy's, the CLI cannot get round it, and a timeout still
-decides."""
+"""Who may decide, on the real dev server (a decision is only as safe as the check of its approver):
+the Update's validator refuses an approver not on the request's list (and a decision naming no
+approver) before anything reaches history, the Signal handler ignores such a decision with a log
+line, a per-tool list in ``ConfirmationHook`` replaces the strategy's, the CLI cannot get round it,
+and a timeout still decides."""
 
 from __future__ import annotations
 

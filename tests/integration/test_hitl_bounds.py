@@ -1,6 +1,7 @@
-"""Bounded decisions on the real dev server (issue 12, item 6, "An unbounded modify"): an
-oversize modify is refused by the Update's validator before history and ignored by the Signal,
-the run keeps waiting, and an allowed but big modify reaches the model as a bounded preview."""
+"""Bounded decisions on the real dev server, since an unbounded modify would grow the history
+without limit: an oversize modify is refused by the Update's validator before history and ignored by
+the Signal, the run keeps waiting, and an allowed but big modify reaches the model as a bounded
+preview."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Listing waiting runs (``list_waiting_runs``, ``iter_waiting_runs``, ``agent pending``) over
-several visibility pages, on the dev server (issue 10 item 3).
+several visibility pages, on the dev server: an approver must see every waiting run, not only the
+first page.
 
 The runs are started in a namespace of this module's own, on a task queue no worker polls, with
 the memo and the ``AgentWaitingForApproval`` search attribute a parked run publishes (the

@@ -1,4 +1,5 @@
-"""Missing server or store configuration is refused before any run depends on it (issue 12 item 2)."""
+"""Missing server or store configuration is refused before any run depends on it, so a misconfigured
+deployment fails at start-up instead of in the middle of a run."""
 
 from __future__ import annotations
 
