@@ -21,6 +21,8 @@ import pytest
 from bench.chaos_drill import DrillConfig, run_drill
 from tests import tools as t
 
+pytestmark = pytest.mark.integration  # it starts its own stack
+
 #: The drill gives up on unfinished runs after this many seconds from their start, then reports.
 DEADLINE_SECONDS = 60.0
 #: Hard bound on the whole test, stack start-up and diagnostics included.

@@ -31,6 +31,8 @@ from agent.dev.stack import (
     free_port,
 )
 
+pytestmark = pytest.mark.integration  # the tests start their own servers
+
 
 @workflow.defn
 class GreetWorkflow:
