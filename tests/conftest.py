@@ -22,16 +22,53 @@ from worker import create_worker
 
 TEST_TASK_QUEUE = "tests"
 
+#: Fixtures that start a server or a browser (or need one that does). A test using any of them is
+#: marked ``integration``; every other test is marked ``unit`` unless its module says
+#: ``pytestmark = pytest.mark.integration`` (a test that starts its own servers).
+SERVER_FIXTURES = frozenset({"stack", "client", "worker", "scripted", "moto_s3", "browser"})
 
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "unit: needs no server (set by tests/conftest.py from the test's fixtures)")
+    config.addinivalue_line(
+        "markers", "integration: needs a server or a browser (set from the fixtures, or by the module)"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by the markers set here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """History recorders (marked ``recorder``) rewrite committed files: they are not tests, so
-    they are deselected unless ``RECORD_HITL_HISTORIES=1`` asks for them."""
+    """Mark each test ``unit`` or ``integration`` from its fixtures (``pytest -m unit`` runs
+    what needs no server), then deselect the history recorders (marked ``recorder``): they
+    rewrite committed files, so they run only when ``RECORD_HITL_HISTORIES=1`` asks for them."""
+    for item in items:
+        if item.get_closest_marker("integration") is None and not SERVER_FIXTURES & set(
+            getattr(item, "fixturenames", ())
+        ):
+            item.add_marker(pytest.mark.unit)
+        else:
+            item.add_marker(pytest.mark.integration)
     if os.environ.get("RECORD_HITL_HISTORIES") == "1":
         return
     recorders = [item for item in items if item.get_closest_marker("recorder")]
     if recorders:
         config.hook.pytest_deselected(items=recorders)
         items[:] = [item for item in items if not item.get_closest_marker("recorder")]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def side_effects_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where ``tests.tools.record`` appends when a test names no file of its own.
+
+    Without ``SIDE_EFFECTS_FILE`` the tool would write into the working directory, the checkout;
+    a test that reads the lines sets its own file with ``monkeypatch.setenv``."""
+    path = tmp_path_factory.mktemp("side-effects") / "effects.jsonl"
+    previous = os.environ.get("SIDE_EFFECTS_FILE")
+    os.environ["SIDE_EFFECTS_FILE"] = str(path)
+    yield path
+    if previous is None:
+        os.environ.pop("SIDE_EFFECTS_FILE", None)
+    else:
+        os.environ["SIDE_EFFECTS_FILE"] = previous
 
 
 @pytest.fixture(scope="session")

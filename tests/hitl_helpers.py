@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
+
+from temporalio.api.enums.v1 import EventType
 
 from agent import Agent, ChatMessage
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
 from tests import tools as t
+from tests.support.polling import eventually
 
 
 def call(name: str, id: str | None = None, **arguments) -> dict:
@@ -42,16 +44,37 @@ async def start(agent: Agent, client, worker: str, run_id: str, prompt: str = "g
     return await agent.start(client, [ChatMessage.from_user(prompt)], run_id=run_id, task_queue=worker)
 
 
-async def wait_pending(handle, count: int = 1, attempts: int = 400, exclude: set[str] | None = None):
-    """Poll the query until ``count`` requests (not in ``exclude``) are pending."""
+async def wait_pending(handle, count: int = 1, exclude: set[str] | None = None, timeout: float = 30.0):
+    """Query the run until ``count`` requests (not in ``exclude``) are pending; returns them."""
     exclude = exclude or set()
-    for _ in range(attempts):
-        pending = [p for p in await handle.pending_confirmations() if p.tool_call_id not in exclude]
-        if len(pending) >= count:
-            return pending
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{count} pending confirmation(s) never appeared on {handle.run_id}")
+
+    async def pending():
+        return [p for p in await handle.pending_confirmations() if p.tool_call_id not in exclude]
+
+    return await eventually(
+        pending,
+        lambda found: len(found) >= count,
+        timeout=timeout,
+        message=f"{count} pending confirmation(s) never appeared on {handle.run_id}",
+    )
 
 
 async def history_events(handle) -> list:
     return list((await handle.workflow.fetch_history()).events)
+
+
+async def signals_processed(handle, count: int, timeout: float = 30.0) -> list:
+    """Wait until the run has received ``count`` signals and completed a workflow task after the
+    last one (so it has acted on every one of them); returns the history at that point."""
+
+    def processed(events: list) -> bool:
+        signaled = [e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]
+        completed = [e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED]
+        return len(signaled) == count and bool(completed) and completed[-1] > signaled[-1]
+
+    return await eventually(
+        lambda: history_events(handle),
+        processed,
+        timeout=timeout,
+        message=f"run {handle.run_id} did not process {count} signal(s)",
+    )

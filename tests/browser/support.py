@@ -3,7 +3,6 @@ that asks for it, Chromium's launch options, and small waits."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import time
@@ -14,6 +13,7 @@ from agent import Agent, ChatMessage
 from core.tools import current_tool_context, tool
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
 from hooks.tool_result_offloading import OffloadOverChars, S3ToolResultStore, ToolResultOffloadHook
+from tests.support.polling import eventually
 
 #: Task queue of the browser tests' own worker (its tool is not in tests/tools.py).
 BROWSER_TASK_QUEUE = "browser-tests"
@@ -95,9 +95,5 @@ async def start_parked_run(
     handle = await deploy_agent(model, approvers, offload).start(
         client, [ChatMessage.from_user(prompt)], run_id=run_id, task_queue=BROWSER_TASK_QUEUE
     )
-    for _ in range(400):
-        pending = await handle.pending_confirmations()
-        if pending:
-            return handle, pending[0]
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"run {run_id} never asked for a confirmation")
+    pending = await eventually(handle.pending_confirmations, message=f"run {run_id} never asked for a confirmation")
+    return handle, pending[0]

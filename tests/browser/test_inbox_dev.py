@@ -10,7 +10,11 @@ import sys
 import time
 import urllib.request
 
+import pytest
+
 from agent.dev.stack import free_port
+
+pytestmark = pytest.mark.integration  # `agent dev` starts its own stack
 
 #: Long enough for the dev server, moto and the worker to start on two shared cores.
 START_SECONDS = 120

@@ -5,7 +5,9 @@ with its planned result, and no completed tool call may run again.
 
 It runs on its own DevStack, scripted model and worker processes (bench/chaos_drill.py, shared
 with ``python -m bench.chaos``), so killing its server disturbs none of the session fixtures.
-The seed is printed; replay a failure with ``CHAOS_SEED=<seed>``.
+Each run draws a new seed unless ``CHAOS_SEED`` gives one. The seed is printed when the test
+starts and added to whatever exception fails it (a timeout included), so pytest's failure report
+shows it; replay the same plan of kills and outages with ``CHAOS_SEED=<seed>``.
 """
 
 from __future__ import annotations
@@ -14,8 +16,12 @@ import asyncio
 import os
 import random
 
+import pytest
+
 from bench.chaos_drill import DrillConfig, run_drill
 from tests import tools as t
+
+pytestmark = pytest.mark.integration  # it starts its own stack
 
 #: The drill gives up on unfinished runs after this many seconds from their start, then reports.
 DEADLINE_SECONDS = 60.0
@@ -23,9 +29,31 @@ DEADLINE_SECONDS = 60.0
 TEST_TIMEOUT_SECONDS = 90.0
 
 
-async def test_chaos_drill(tmp_path):
-    seed = int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(1_000_000))
+@pytest.fixture
+def chaos_seed(record_property) -> int:
+    """The drill's seed: ``CHAOS_SEED`` when set, else a fresh one (printed and kept as a property
+    of the test's report either way)."""
+    given = os.environ.get("CHAOS_SEED", "").strip()
+    if not given:
+        seed = random.SystemRandom().randrange(1_000_000)
+    elif given.isdigit():
+        seed = int(given)
+    else:
+        raise ValueError(f"CHAOS_SEED must be a non-negative integer, got {given!r}")
     print(f"\nchaos seed {seed} (replay with CHAOS_SEED={seed})")
+    record_property("chaos_seed", seed)
+    return seed
+
+
+async def test_chaos_drill(tmp_path, chaos_seed):
+    try:
+        await drill(tmp_path, chaos_seed)
+    except BaseException as failure:
+        failure.add_note(f"chaos seed {chaos_seed}: replay with CHAOS_SEED={chaos_seed}")
+        raise
+
+
+async def drill(tmp_path, seed: int) -> None:
     config = DrillConfig(
         runs=12,
         steps=5,

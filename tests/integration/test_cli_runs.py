@@ -17,6 +17,7 @@ from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableCo
 from tests import tools as t
 from tests.cli_agents import MODEL_ENV
 from tests.integration.test_cli import agent_cli
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.usefixtures("client")
 
@@ -78,16 +79,21 @@ async def test_runs_lists_a_run_with_its_status(client, worker, scripted, model,
         client, [ChatMessage.from_user("hi")], run_id=run_id, task_queue=worker
     )
     await handle.result()
-    row = None
-    for _ in range(40):  # visibility is eventually consistent
+
+    async def listed_row() -> dict | None:
         listed = await agent_cli("runs", "--json", "--limit", "1000")
         assert listed.returncode == 0, listed.stderr
-        rows = {r["run_id"]: r for r in json.loads(listed.stdout)["runs"]}
-        row = rows.get(run_id)
-        if row is not None and row["status"] == "COMPLETED":
-            break
-        await asyncio.sleep(0.25)
-    assert row is not None and row["status"] == "COMPLETED" and row["waiting_for_approval"] is False
+        return {r["run_id"]: r for r in json.loads(listed.stdout)["runs"]}.get(run_id)
+
+    # visibility is eventually consistent: the finished run shows up, as COMPLETED, a moment later
+    row = await eventually(
+        listed_row,
+        lambda row: row is not None and row["status"] == "COMPLETED",
+        timeout=60,
+        interval=0.25,
+        message=f"`agent runs` never listed {run_id} as COMPLETED",
+    )
+    assert row["waiting_for_approval"] is False
     assert row["start_time"]
     table = await agent_cli("runs", "--limit", "1000")
     assert table.returncode == 0 and any(run_id in line and "COMPLETED" in line for line in table.stdout.splitlines())
@@ -100,11 +106,13 @@ async def test_runs_says_when_the_limit_cuts_the_list(client, worker, scripted, 
         await (
             await agent.start(client, [ChatMessage.from_user("hi")], run_id=run_id + suffix, task_queue=worker)
         ).result()
-    for _ in range(40):
-        listed = await agent_cli("runs", "--limit", "1")
-        if "more exist" in listed.stdout:
-            break
-        await asyncio.sleep(0.25)
+    listed = await eventually(
+        lambda: agent_cli("runs", "--limit", "1"),
+        lambda listed: "more exist" in listed.stdout,
+        timeout=60,
+        interval=0.25,
+        message="`agent runs --limit 1` never said more runs exist",
+    )
     assert listed.returncode == 0, listed.stderr
     assert "only the newest 1 runs are listed; more exist" in listed.stdout
     as_json = json.loads((await agent_cli("runs", "--limit", "1", "--json")).stdout)

@@ -1,7 +1,7 @@
-"""Continue-as-new (issue 3 item 5) on the real dev server with the scripted model server:
-a run that continues as new several times keeps its State, hook memory and hook token usage,
-``get_run(...).result()`` follows it to the end, and confirmations decided by Signal or Update
-reach whichever run of the chain is current.
+"""Continue-as-new on the real dev server with the scripted model server, since a long run must not
+lose what it carries when its history is cut: a run that continues as new several times keeps its
+State, hook memory and hook token usage, ``get_run(...).result()`` follows it to the end, and
+confirmations decided by Signal or Update reach whichever run of the chain is current.
 
 ``continue_as_new_after_events=100`` (the minimum) makes a run continue every ~8 steps. AskOnce
 memory across continue-as-new is tested in tests/integration/test_hitl.py.
@@ -9,7 +9,6 @@ memory across continue-as-new is tested in tests/integration/test_hitl.py.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from agent import Agent, ChatMessage, get_run
@@ -20,6 +19,7 @@ from tests import tools as t
 from tests.compaction_support import assert_pairs_intact
 from tests.continue_as_new_hooks import SideCallHook, StepMemoryHook, Tally, count_with_model_hook
 from tests.hitl_helpers import wait_pending
+from tests.support.polling import eventually
 
 CONTINUE_EVERY = 100  # events: the smallest threshold an Agent accepts
 
@@ -34,14 +34,19 @@ def tool_step(name: str, call_id: str | None = None, **arguments: Any) -> dict:
     return {"tool_calls": [call]}
 
 
-async def chain(client, run_id: str, runs: int, attempts: int = 100) -> list:
+async def chain(client, run_id: str, runs: int) -> list:
     """The runs of ``run_id``'s chain, oldest first, once visibility lists ``runs`` of them."""
-    for _ in range(attempts):
-        listed = [w async for w in client.list_workflows(f'WorkflowId = "{run_id}"')]
-        if len(listed) >= runs:
-            return sorted(listed, key=lambda w: w.start_time)
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"visibility never listed {runs} runs of {run_id}")
+
+    async def listed() -> list:
+        return [w async for w in client.list_workflows(f'WorkflowId = "{run_id}"')]
+
+    found = await eventually(
+        listed,
+        lambda found: len(found) >= runs,
+        interval=0.1,
+        message=f"visibility never listed {runs} runs of {run_id}",
+    )
+    return sorted(found, key=lambda w: w.start_time)
 
 
 def assert_chain_shape(runs: list, continuations: int) -> None:

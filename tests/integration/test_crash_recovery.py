@@ -15,6 +15,7 @@ from pathlib import Path
 from agent import Agent, ChatMessage
 from agent.dev.processes import start_worker
 from tests import tools as t
+from tests.support.polling import eventually
 
 
 def lines(path: Path) -> list[dict]:
@@ -22,14 +23,6 @@ def lines(path: Path) -> list[dict]:
 
 
 TOOLS = "tests.tools.TEST_TOOLS"
-
-
-async def wait_until(predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
 
 
 async def test_kill_9_worker_mid_tools(client, scripted, model, run_id, tmp_path, monkeypatch):
@@ -54,11 +47,21 @@ async def test_kill_9_worker_mid_tools(client, scripted, model, run_id, tmp_path
     try:
         agent = Agent(model=model, tools=[t.record])
         handle = await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=queue)
-        await wait_until(lambda: {e["label"] for e in lines(started)} >= {"c", "d"})
+        await eventually(
+            lambda: {e["label"] for e in lines(started)},
+            lambda labels: labels >= {"c", "d"},
+            timeout=60,
+            message="tools c and d never both started",
+        )
         first.kill()
         killed_at = time.monotonic()
         second = start_worker(tmp_path / "worker2.log", TOOLS, queue, wait_ready=False)
-        await wait_until(lambda: sum(1 for e in lines(started) if e["label"] in "cd") >= 4)
+        await eventually(
+            lambda: sum(1 for e in lines(started) if e["label"] in "cd"),
+            lambda starts: starts >= 4,
+            timeout=60,
+            message="tools c and d were never started again after the kill",
+        )
         resumed_after = time.monotonic() - killed_at
         result = await asyncio.wait_for(handle.result(), timeout=120)
         print(f"in-flight tool calls restarted on the new worker {resumed_after:.1f} s after kill -9")

@@ -31,6 +31,8 @@ from agent.dev.stack import (
     free_port,
 )
 
+pytestmark = pytest.mark.integration  # the tests start their own servers
+
 
 @workflow.defn
 class GreetWorkflow:
@@ -238,7 +240,7 @@ def _moto_answers(endpoint: str) -> bool:
 
 
 def test_restarted_stack_keeps_its_s3_port_so_env_sh_stays_valid(tmp_path: Path) -> None:
-    """Issue 12 item 8: a restart must not move S3, or a worker started from env.sh talks to a dead endpoint."""
+    """A restart must not move S3, or a worker started from env.sh talks to a dead endpoint."""
     data_dir = tmp_path / "dev"
     with DevStack(data_dir, with_ui=False, persist_s3=False) as first:
         assert first.s3_port_source == "free"  # nothing remembered and no default: a free port, as tests want

@@ -25,7 +25,18 @@ from hooks.human_in_the_loop import (
     arguments_sha256,
 )
 from hooks.human_in_the_loop.client import DecisionRefusedError, UnknownRunError, signal_decision
-from tests.hitl_helpers import NO_CALLS, ask_all, call, calls, history_events, hitl_agent, start, wait_pending
+from tests.hitl_helpers import (
+    NO_CALLS,
+    ask_all,
+    call,
+    calls,
+    history_events,
+    hitl_agent,
+    signals_processed,
+    start,
+    wait_pending,
+)
+from tests.support.polling import eventually
 
 
 def roles(messages: list[ChatMessage]) -> list[str]:
@@ -294,14 +305,7 @@ async def test_signal_decides_and_bad_signals_are_ignored(client, worker, script
     await signal_decision(handle.workflow, ToolDecision(tool_call_id="nope", action="confirm"))
     await signal_decision(handle.workflow, ToolDecision(tool_call_id=pending.tool_call_id, action="yes-please"))
     await handle.workflow.signal("tool_decision", {"not": "a decision"})  # cannot even be decoded
-    for _ in range(200):  # until the workflow has processed all three signals
-        events = await history_events(handle)
-        signaled = [e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]
-        completed = [e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED]
-        if len(signaled) == 3 and completed[-1] > signaled[-1]:
-            break
-        await asyncio.sleep(0.05)
-    assert len(signaled) == 3 and completed[-1] > signaled[-1]
+    await signals_processed(handle, 3)
     assert [p.tool_call_id for p in await handle.pending_confirmations()] == [pending.tool_call_id]
     assert (await handle.status()).waiting_for_approval
 
@@ -357,11 +361,7 @@ async def test_notification_is_retried_until_delivered(client, worker, scripted,
         scripted.script(model, [calls(call("add", a=1, b=2)), {"text": "3"}])
         handle = await start(hitl_agent(model, ask_all(notify_url=webhook.url)), client, worker, run_id)
         (pending,) = await wait_pending(handle)
-        for _ in range(200):
-            if webhook.received:
-                break
-            await asyncio.sleep(0.05)
-        (delivered,) = webhook.received
+        (delivered,) = await eventually(lambda: webhook.received, message="the webhook never got the notification")
         assert webhook.attempts == 3
         assert delivered["body"]["event"] == "tool_confirmation_requested"
         assert delivered["body"]["run_id"] == run_id
@@ -379,11 +379,8 @@ async def test_failing_notification_never_loses_the_request(client, worker, scri
         scripted.script(model, [calls(call("add", a=1, b=2)), {"text": "3"}])
         handle = await start(hitl_agent(model, ask_all(notify_url=webhook.url)), client, worker, run_id)
         (pending,) = await wait_pending(handle)
-        for _ in range(200):
-            if webhook.attempts >= 2:
-                break
-            await asyncio.sleep(0.05)
-        assert webhook.attempts >= 2 and not webhook.received
+        await eventually(lambda: webhook.attempts >= 2, message="the notification was not retried")
+        assert not webhook.received
         assert [p.tool_call_id for p in await handle.pending_confirmations()] == [pending.tool_call_id]
         await handle.confirm(pending.tool_call_id)
         result = await handle.result()

@@ -1,12 +1,11 @@
-"""Who may decide (issue 11, item 2) on the real dev server: the Update's validator refuses an
-approver not on the request's list (and a decision naming no approver) before anything reaches
-history, the Signal handler ignores such a decision with a log line, a per-tool list in
-``ConfirmationHook`` replaces the strategy's, the CLI cannot get round it, and a timeout still
-decides."""
+"""Who may decide, on the real dev server (a decision is only as safe as the check of its approver):
+the Update's validator refuses an approver not on the request's list (and a decision naming no
+approver) before anything reaches history, the Signal handler ignores such a decision with a log
+line, a per-tool list in ``ConfirmationHook`` replaces the strategy's, the CLI cannot get round it,
+and a timeout still decides."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import logging
@@ -27,7 +26,7 @@ from hooks.human_in_the_loop import (
     ToolDecision,
 )
 from hooks.human_in_the_loop.client import DecisionRefusedError, signal_decision
-from tests.hitl_helpers import call, calls, history_events, hitl_agent, start, wait_pending
+from tests.hitl_helpers import call, calls, history_events, hitl_agent, signals_processed, start, wait_pending
 from tests.integration.test_cli import agent_cli
 
 MALLORY_REFUSED = "Approver 'mallory' may not decide tool call '{call}' (record): allowed approvers are alice, bob."
@@ -57,18 +56,6 @@ async def update_events(handle) -> list:
         EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED,
     )
     return [e for e in await history_events(handle) if e.event_type in kinds]
-
-
-async def signals_processed(handle, count: int) -> None:
-    """Wait until the run has received ``count`` signals and completed a workflow task after them."""
-    for _ in range(400):
-        events = await history_events(handle)
-        signaled = [e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]
-        completed = [e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED]
-        if len(signaled) == count and completed and completed[-1] > signaled[-1]:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"run {handle.run_id} did not process {count} signal(s)")
 
 
 async def test_a_listed_approver_decides_by_update_and_the_tool_runs_once(

@@ -1,10 +1,10 @@
-"""Bounded decisions on the real dev server (issue 12, item 6, "An unbounded modify"): an
-oversize modify is refused by the Update's validator before history and ignored by the Signal,
-the run keeps waiting, and an allowed but big modify reaches the model as a bounded preview."""
+"""Bounded decisions on the real dev server, since an unbounded modify would grow the history
+without limit: an oversize modify is refused by the Update's validator before history and ignored by
+the Signal, the run keeps waiting, and an allowed but big modify reaches the model as a bounded
+preview."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -16,23 +16,11 @@ from hooks.human_in_the_loop.client import DecisionRefusedError, signal_decision
 from hooks.human_in_the_loop.registry import MAX_FEEDBACK_CHARS, MAX_NEW_TOOL_PARAMS_BYTES
 from hooks.human_in_the_loop.strategies import MODIFICATION_PREVIEW_CHARS
 from runtime.plugin import AgentPlugin
-from tests.hitl_helpers import call, calls, history_events, hitl_agent, start, wait_pending
+from tests.hitl_helpers import call, calls, history_events, hitl_agent, signals_processed, start, wait_pending
 from workflows.agent_workflow import AgentWorkflow
 
 OVERSIZE = {"text": "x" * 200_000}  # 200,011 bytes as compact JSON
 ALLOWED = {"text": "y" * 60_000}  # 60,011 bytes: big, but under the limit
-
-
-async def wait_signals_processed(handle, count: int) -> list:
-    """History once the workflow has handled ``count`` signals (a task completed after the last)."""
-    for _ in range(200):
-        events = await history_events(handle)
-        signaled = [e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]
-        completed = [e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED]
-        if len(signaled) == count and completed[-1] > signaled[-1]:
-            return events
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{count} signal(s) were not processed on {handle.run_id}")
 
 
 async def test_oversize_decisions_are_refused_and_a_big_modify_is_previewed(client, worker, scripted, model, run_id):
@@ -60,7 +48,7 @@ async def test_oversize_decisions_are_refused_and_a_big_modify_is_previewed(clie
     await signal_decision(
         handle.workflow, ToolDecision(tool_call_id=call_id, action="modify", new_tool_params=OVERSIZE, approver="sig")
     )
-    events = await wait_signals_processed(handle, 1)
+    events = await signals_processed(handle, 1)
     assert not [e for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
     assert [p.tool_call_id for p in await handle.pending_confirmations()] == [call_id]
     assert (await handle.status()).waiting_for_approval

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 
 from hooks.human_in_the_loop.cli import add_approval_commands
 from tests.hitl_helpers import call, calls, hitl_agent, start, wait_pending
+from tests.support.polling import eventually
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -22,15 +22,15 @@ async def run_cli(client, capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-async def pending_table_until(client, capsys, needle: str, attempts: int = 200) -> str:
+async def pending_table_until(client, capsys, needle: str) -> str:
     """Visibility is eventually consistent: list until the run shows up."""
-    for _ in range(attempts):
+
+    async def listed() -> str:
         code, out, _ = await run_cli(client, capsys, "pending")
         assert code == 0
-        if needle in out:
-            return out
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{needle} never listed by `agent pending`; last output:\n{out}")
+        return out
+
+    return await eventually(listed, lambda out: needle in out, message=f"{needle} never listed by `agent pending`")
 
 
 async def test_pending_lists_waiting_runs_and_approve_reject_modify(client, worker, scripted, model, run_id, capsys):
@@ -66,12 +66,11 @@ async def test_pending_lists_waiting_runs_and_approve_reject_modify(client, work
     assert [m.tool_call_result.result for m in result.messages if m.tool_call_result][-2:] == ["3", "70"]
     assert "no echo today" in [m for m in result.messages if m.tool_call_result][0].tool_call_result.result
 
-    for _ in range(200):  # the run no longer waits, so it leaves the listing
-        code, out, _ = await run_cli(client, capsys, "pending")
-        if run_id not in out:
-            break
-        await asyncio.sleep(0.05)
-    assert run_id not in out
+    async def listed() -> str:
+        return (await run_cli(client, capsys, "pending"))[1]
+
+    # the run no longer waits, so it leaves the listing
+    await eventually(listed, lambda out: run_id not in out, message=f"{run_id} is still listed by `agent pending`")
 
 
 async def test_cli_errors_are_clear(client, worker, scripted, model, run_id, capsys):

@@ -18,7 +18,6 @@ What differs from the reference, and why (durability), is marked ``# differs:`` 
 
 from __future__ import annotations
 
-import asyncio
 import io
 import re
 
@@ -41,6 +40,7 @@ from hooks.human_in_the_loop import cli as approval_cli
 from hooks.human_in_the_loop.client import WaitingRuns, list_waiting_runs
 from tests import tools as t
 from tests.hitl_helpers import call, calls, wait_pending
+from tests.support.polling import eventually
 from worker import create_worker
 
 
@@ -127,13 +127,10 @@ async def test_override_example_rich_ui_rejects_through_agent_approve(
     # No RUN: every waiting run (the listing is narrowed to this test's run, since other tests'
     # runs may be waiting in the same namespace; visibility may need a moment to list it).
     async def this_run_only(client, **kwargs) -> WaitingRuns:
-        for _ in range(200):
-            listing = await list_waiting_runs(client, **kwargs)
-            mine = [run for run in listing.runs if run.run_id == run_id]
-            if mine:
-                return WaitingRuns(mine)
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"{run_id} never listed as waiting")
+        async def mine() -> list:
+            return [run for run in (await list_waiting_runs(client, **kwargs)).runs if run.run_id == run_id]
+
+        return WaitingRuns(await eventually(mine, message=f"{run_id} never listed as waiting"))
 
     monkeypatch.setattr(approval_cli, "list_waiting_runs", this_run_only)
     code, out = await approve_interactively(client, capsys, monkeypatch, "n\nkeep the report\n")

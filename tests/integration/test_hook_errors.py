@@ -14,6 +14,7 @@ from agent import Agent, ChatMessage, get_run
 from hooks import FunctionHook
 from tests import tools as t
 from tests.integration.test_cli import agent_cli
+from tests.support.polling import eventually
 
 
 async def event_types(handle) -> list[int]:
@@ -49,12 +50,11 @@ async def test_non_determinism_in_a_hook_retries_the_task_and_the_run_waits(clie
     agent = Agent(model=model, tools=[t.echo], hooks={"before_llm": [FunctionHook(t.read_the_wall_clock)]})
     handle = await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker)
     try:
-        for _ in range(200):
-            if EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED in await event_types(handle):
-                break
-            await asyncio.sleep(0.05)
-        else:
-            raise AssertionError("the workflow task never failed")
+        await eventually(
+            lambda: event_types(handle),
+            lambda types: EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED in types,
+            message="the workflow task never failed",
+        )
         description = await handle.workflow.describe()
         assert description.status == WorkflowExecutionStatus.RUNNING
         health = await get_run(client, run_id).health()
@@ -85,11 +85,11 @@ async def test_a_retried_model_call_shows_its_attempt_and_last_error(client, wor
     agent = Agent(model=model, tools=[t.echo])
     handle = await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker)
     try:
-        for _ in range(300):
-            health = await handle.health()
-            if health.retrying_activities and health.retrying_activities[0].last_error:
-                break
-            await asyncio.sleep(0.05)
+        health = await eventually(
+            handle.health,
+            lambda health: health.retrying_activities and health.retrying_activities[0].last_error,
+            message="the model call was never shown as retrying with its last error",
+        )
         (retry,) = health.retrying_activities
         assert retry.activity_type == "chat_completion" and retry.attempt >= 2
         assert "HTTP 503" in retry.last_error and "overloaded" in retry.last_error

@@ -1,5 +1,5 @@
 """Hooks' warm_up runs once per workflow run before the first point (again after continue-as-new);
-close runs at the end, also when the run fails (issue 9, lifecycle)."""
+close runs at the end, also when the run fails, as Haystack's hook lifecycle promises."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ async def test_warm_up_once_per_workflow_run_and_again_after_continue_as_new(cli
     handle = await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker)
     result = await asyncio.wait_for(handle.result(), timeout=120)
     assert result.continuations >= 1
-    # one object at two points (issue 9, identity), warmed up once in every workflow run of the chain
+    # one object at two points stays one object (as in Haystack), warmed up once in every workflow run of the chain
     assert set(result.state["trace"]) == {"warmed=1"} and len(result.state["trace"]) == steps + 1
 
 

@@ -1,6 +1,7 @@
-"""A 1,000-step run (issue 3): a trivial tool each step against the scripted model server, a
-context window small enough that compaction fires over and over, and Temporal's own
-continue-as-new suggestion (the Agent's default settings) keeping every history small.
+"""A 1,000-step run, to show that length alone never breaks a run: a trivial tool each step against
+the scripted model server, a context window small enough that compaction fires over and over, and
+Temporal's own continue-as-new suggestion (the Agent's default settings) keeping every history
+small.
 
 About 100 ms a step on the dev server (two activities a step: see bench/long_run.py), so
 this test takes close to two minutes.

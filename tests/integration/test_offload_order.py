@@ -1,4 +1,4 @@
-"""after_tool hooks see tool results in registration order, offloading included (issue 9).
+"""after_tool hooks see tool results in registration order, offloading included, as in Haystack.
 
 A redaction hook registered before ToolResultOffloadHook must see the raw result and the store
 must only ever get the redacted text, so the offload hook then decides and writes in its own turn

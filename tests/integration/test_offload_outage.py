@@ -1,13 +1,16 @@
-"""Offloading keeps its promise during an S3 outage (issue 12 item 7): a result over the policy's
-threshold is never kept in the conversation because the store is down. The write is retried until
-the store is back; after the hook's write_deadline the result becomes an error message instead.
+"""Offloading keeps its promise during an S3 outage: a result over the policy's threshold is never
+kept in the conversation because the store is down. The write is retried until the store is back;
+after the hook's write_deadline the result becomes an error message instead.
 
 The outage is a bucket that does not exist yet (the store answers NoSuchBucket, as a down store
-answers errors); creating it ends the outage without disturbing the session's S3 server."""
+answers errors); creating it ends the outage without disturbing the session's S3 server. What
+reached the store is read from the S3 server's own request log (moto's), so the tests see every
+write that failed during the outage and the one that succeeded after it."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from datetime import timedelta
 
@@ -17,8 +20,19 @@ from agent import Agent, ChatMessage
 from core.s3 import s3_client
 from hooks.tool_result_offloading import OFFLOADED_META_KEY, OffloadOverChars, S3ToolResultStore, ToolResultOffloadHook
 from tests import tools as t
+from tests.support.polling import eventually
 
 SIZE = 5_000
+#: moto's request log colours the lines of failed requests.
+ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def object_writes(stack, bucket: str) -> list[int]:
+    """HTTP statuses of the object PUTs into ``bucket`` that moto's server logged, oldest first
+    (404 while the bucket is missing); the bucket's own creation is not an object write."""
+    log = ANSI_COLOUR.sub("", stack.s3.log_file.read_text())
+    write = re.compile(rf'"PUT /{re.escape(bucket)}/\S+ HTTP/[0-9.]+" (\d{{3}})')
+    return [int(m.group(1)) for m in write.finditer(log)]
 
 
 def offloading_agent(model: str, bucket: str, policy, deadline: timedelta) -> Agent:
@@ -40,9 +54,15 @@ async def test_a_write_during_an_outage_waits_for_the_store(client, worker, scri
     script(scripted, model)
     agent = offloading_agent(model, bucket, policy, timedelta(minutes=5))
     handle = await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker)
-    await asyncio.sleep(3)  # the store is "down" while the run wants to write
+    first_write = await eventually(
+        lambda: object_writes(stack, bucket), timeout=60, message="the run never tried to write its result"
+    )
+    assert first_write[0] == 404, f"the outage hit no write: {first_write}"
     await asyncio.to_thread(s3_client().create_bucket, Bucket=bucket)
     result = await asyncio.wait_for(handle.result(), timeout=60)
+
+    writes = object_writes(stack, bucket)
+    assert writes[-1] == 200 and set(writes[:-1]) == {404}, writes  # failed during the outage, then retried
 
     (tool_message,) = [m for m in result.messages if m.tool_call_result is not None]
     (reference,) = tool_message.meta[OFFLOADED_META_KEY]
@@ -63,6 +83,8 @@ async def test_after_the_deadline_the_result_becomes_an_error_not_inline(
     agent = offloading_agent(model, bucket, policy, timedelta(seconds=2))
     handle = await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker)
     result = await asyncio.wait_for(handle.result(), timeout=60)
+    writes = object_writes(stack, bucket)
+    assert writes and set(writes) == {404}, writes  # it tried, and every try hit the outage
 
     (tool_message,) = [m for m in result.messages if m.tool_call_result is not None]
     text = tool_message.tool_call_result.result

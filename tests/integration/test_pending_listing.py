@@ -1,5 +1,6 @@
 """Listing waiting runs (``list_waiting_runs``, ``iter_waiting_runs``, ``agent pending``) over
-several visibility pages, on the dev server (issue 10 item 3).
+several visibility pages, on the dev server: an approver must see every waiting run, not only the
+first page.
 
 The runs are started in a namespace of this module's own, on a task queue no worker polls, with
 the memo and the ``AgentWaitingForApproval`` search attribute a parked run publishes (the
@@ -10,18 +11,13 @@ it sees parked runs, and the test knows every run of the namespace.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from google.protobuf.duration_pb2 import Duration
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
-from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
-from temporalio.service import RPCError
 
 from agent import connect
 from core.wire import WORKFLOW_TYPE
@@ -29,23 +25,15 @@ from hooks.human_in_the_loop.cli import add_approval_commands
 from hooks.human_in_the_loop.client import ConfirmationError, iter_waiting_runs, list_waiting_runs
 from hooks.human_in_the_loop.dataclasses import PendingSummary
 from hooks.human_in_the_loop.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL, WAITING_RUNS_QUERY
+from tests.support.namespaces import register_namespace
+from tests.support.polling import eventually
 
 WAITING = 23  # over three pages of 10
 PAGE = 10
 
 
 async def _namespace(client, with_attribute: bool) -> str:
-    name = f"listing-{uuid.uuid4().hex[:8]}"
-    await client.workflow_service.register_namespace(
-        RegisterNamespaceRequest(namespace=name, workflow_execution_retention_period=Duration(seconds=86400))
-    )
-    ns_client = await connect(client.service_client.config.target_host, name)
-    for _ in range(100):  # a new namespace takes a moment to be usable
-        try:
-            await ns_client.count_workflows()
-            break
-        except RPCError:
-            await asyncio.sleep(0.1)
+    name = await register_namespace(client, "listing")
     if with_attribute:
         await client.operator_service.add_search_attributes(
             AddSearchAttributesRequest(
@@ -90,14 +78,14 @@ async def listing(client):
         await start(f"waiting-{i:03d}", pending)
     for i in range(3):
         await start(f"decided-{i}", [])
-    for _ in range(400):  # visibility is eventually consistent
-        if (await ns_client.count_workflows(WAITING_RUNS_QUERY)).count == WAITING and (
-            await ns_client.count_workflows()
-        ).count == WAITING + 3:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        raise AssertionError("the seeded runs never all showed in visibility")
+
+    async def counts() -> tuple[int, int]:
+        return (await ns_client.count_workflows(WAITING_RUNS_QUERY)).count, (await ns_client.count_workflows()).count
+
+    # visibility is eventually consistent
+    await eventually(
+        counts, lambda seen: seen == (WAITING, WAITING + 3), message="the seeded runs never all showed in visibility"
+    )
     yield ns_client, expected
     for run_id in [*expected, *(f"decided-{i}" for i in range(3))]:
         await ns_client.get_workflow_handle(run_id).terminate("test over")

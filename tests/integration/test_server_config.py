@@ -1,4 +1,5 @@
-"""Missing server or store configuration is refused before any run depends on it (issue 12 item 2)."""
+"""Missing server or store configuration is refused before any run depends on it, so a misconfigured
+deployment fails at start-up instead of in the middle of a run."""
 
 from __future__ import annotations
 
@@ -6,8 +7,6 @@ import asyncio
 import uuid
 
 import pytest
-from google.protobuf.duration_pb2 import Duration
-from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent import Agent, ChatMessage, connect
@@ -15,24 +14,15 @@ from core.checks import ConfigurationError
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
 from hooks.human_in_the_loop.client import list_waiting_runs
 from tests import tools as t
+from tests.support.namespaces import register_namespace
+from tests.support.polling import eventually
 from worker import create_worker
 
 
 @pytest.fixture(scope="module")
 async def bare_namespace(client) -> str:
     """A namespace on the session's server with no custom search attribute."""
-    name = f"bare-{uuid.uuid4().hex[:8]}"
-    await client.workflow_service.register_namespace(
-        RegisterNamespaceRequest(namespace=name, workflow_execution_retention_period=Duration(seconds=86400))
-    )
-    bare = await connect(client.service_client.config.target_host, name)
-    for _ in range(100):  # a new namespace takes a moment to be usable
-        try:
-            await bare.count_workflows()
-            return name
-        except RPCError:
-            await asyncio.sleep(0.1)
-    raise AssertionError(f"namespace {name} never became usable")
+    return await register_namespace(client, "bare")
 
 
 async def worker_start_error(client) -> ConfigurationError:
@@ -85,15 +75,12 @@ async def test_without_the_attribute_confirmations_work_and_runs_are_listed_from
         handle = await hitl_agent(model, search_attribute=None).start(
             bare, [ChatMessage.from_user("add")], run_id=run_id, task_queue=queue
         )
-        for _ in range(200):
-            listing = await list_waiting_runs(bare)
-            ours = [run for run in listing.runs if run.run_id == run_id]
-            if ours:
-                break
-            await asyncio.sleep(0.05)
-        else:
-            raise AssertionError("the waiting run was never listed")
-        (summary,) = ours[0].pending
+
+        async def ours() -> list:
+            return [run for run in (await list_waiting_runs(bare)).runs if run.run_id == run_id]
+
+        listed = await eventually(ours, message="the waiting run was never listed")
+        (summary,) = listed[0].pending
         assert (summary.tool_call_id, summary.tool_name, summary.arguments_preview) == ("c1", "add", '{"a": 1, "b": 2}')
         await handle.confirm("c1", approver="ann")
         result = await handle.result()

@@ -1,23 +1,25 @@
-"""Stop the Temporal dev server mid-run, start it again on the same database: the run completes."""
+"""Stop the Temporal dev server mid-run, start it again on the same database: the run completes.
+
+The server is down from the moment the tool has started until the tool has finished, so the
+worker reports the tool's completion to a server that is gone and must deliver it after the
+restart; the tool still runs once."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 from agent import Agent, ChatMessage
 from agent.client import connect
 from agent.dev.stack import TemporalDevServer
 from tests import tools as t
+from tests.support.polling import eventually
 from worker import create_worker
 
 
-async def wait_for_lines(path, count, timeout=30.0):
-    for _ in range(int(timeout / 0.1)):
-        if path.exists() and len(path.read_text().splitlines()) >= count:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{path} never reached {count} lines")
+def line_count(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 async def test_run_survives_server_restart(tmp_path, scripted, model, run_id, monkeypatch):
@@ -32,9 +34,11 @@ async def test_run_survives_server_restart(tmp_path, scripted, model, run_id, mo
         async with create_worker(client, tools=t.TEST_TOOLS, task_queue="restart"):
             agent = Agent(model=model, tools=[t.record])
             handle = await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue="restart")
-            await wait_for_lines(side_effects.with_suffix(".started"), 1)
+            started = side_effects.with_suffix(".started")
+            await eventually(lambda: line_count(started), message="the record tool never started")
             server.stop()
-            await asyncio.sleep(1)
+            assert line_count(side_effects) == 0, "the tool finished before the server stopped"
+            await eventually(lambda: line_count(side_effects), message="the record tool never finished")
             server.start()  # same db file, same port
             result = await asyncio.wait_for(handle.result(), timeout=90)
         assert result.last_message.text == "done"

@@ -1,4 +1,4 @@
-"""Tracing and metrics on the real dev server (issue 11 item 3).
+"""Tracing and metrics on the real dev server, so an operator can follow one run across processes.
 
 One run with a confirmation, traced through ``AgentPlugin(tracing=True)`` into OpenTelemetry's
 in-memory exporter, forms one trace: the workflow span above the run's span, hook points above

@@ -1,6 +1,6 @@
-"""Who may decide (issue 11, item 2), without a server: the ``approvers`` arguments of
-``DurableConfirmationStrategy`` and ``ConfirmationHook`` (errors, serialisation), which list a
-hook gives each call, and the registry's check of a decision's approver."""
+"""Who may decide, without a server (a decision is only as safe as the check of its approver): the
+``approvers`` arguments of ``DurableConfirmationStrategy`` and ``ConfirmationHook`` (errors,
+serialisation), which list a hook gives each call, and the registry's check of a decision's approver."""
 
 from __future__ import annotations
 

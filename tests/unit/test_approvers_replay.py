@@ -23,7 +23,7 @@ from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableCo
 from hooks.human_in_the_loop.client import DecisionRefusedError, signal_decision
 from runtime.plugin import AgentPlugin
 from tests import tools as t
-from tests.hitl_helpers import call, calls, history_events, wait_pending
+from tests.hitl_helpers import call, calls, signals_processed, wait_pending
 from workflows.agent_workflow import AgentWorkflow
 
 HISTORY = Path(__file__).resolve().parents[1] / "histories" / "path_approvers.json"
@@ -39,13 +39,7 @@ async def _record(client, worker: str, scripted, model: str, run_id: str) -> Non
     (pending,) = await wait_pending(handle)
     assert pending.approvers == ["alice", "bob"]
     await signal_decision(handle.workflow, ToolDecision(tool_call_id="p1", action="confirm", approver="mallory"))
-    for _ in range(400):  # until the run has processed the signal (and ignored it)
-        events = await history_events(handle)
-        signaled = [e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]
-        completed = [e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED]
-        if signaled and completed[-1] > signaled[-1]:
-            break
-        await asyncio.sleep(0.05)
+    await signals_processed(handle, 1)  # the run has processed the signal (and ignored it)
     assert [p.tool_call_id for p in await handle.pending_confirmations()] == ["p1"]
     with pytest.raises(DecisionRefusedError):  # refused by the validator: not in the history
         await handle.confirm("p1", approver="ops")

@@ -1,4 +1,5 @@
-"""TokenBudgetHook decides as haystack-ai 3.4.1's does, on seeded random usage (issue 9, differential)."""
+"""TokenBudgetHook decides as haystack-ai 3.4.1's does: both are fed the same seeded random usage and
+must agree on every case, so a drift from the reference shows as a differing case."""
 
 from __future__ import annotations
 

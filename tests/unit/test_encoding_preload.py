@@ -1,6 +1,6 @@
-"""A worker loads tiktoken encodings only when asked (issue 10 item 2): ``o200k_base`` is ~76 MB
-of RSS that a worker whose runs never count tokens should not hold. Each case runs in a fresh
-interpreter, since the encoding cache is per process."""
+"""A worker loads tiktoken encodings only when asked: ``o200k_base`` is ~76 MB of RSS that a worker
+whose runs never count tokens should not hold. Each case runs in a fresh interpreter, since the
+encoding cache is per process."""
 
 from __future__ import annotations
 

@@ -150,7 +150,7 @@ def test_rewriting_matches_haystack():
     assert [shape(m) for m in ours] == [shape(m) for m in theirs]
 
 
-# -- bounded decisions (issue 12, item 6) ------------------------------------------------------
+# -- bounded decisions (an unbounded one would grow the history without limit) ----------------
 
 ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 ENVELOPE = len('{"text":""}')  # bytes of {"text": ...} around the text, as compact JSON

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -63,12 +64,14 @@ def test_no_function_level_imports_of_project_modules() -> None:
 
 
 def test_a_broken_layer_is_reported(tmp_path: Path) -> None:
-    """The contract can fail: a core module importing the facade breaks it."""
+    """The contract can fail: a core module importing the facade breaks it.
+
+    The break is made in a copy of the packages and pyproject.toml, never in the source tree;
+    lint-imports puts its working directory first on ``sys.path``, so it reads the copy."""
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "core" / "_layer_probe.py").write_text("import agent  # a layer break\n")
     lint = Path(sys.executable).parent / "lint-imports"
-    probe = ROOT / "core" / "_layer_probe.py"
-    probe.write_text("import agent  # a layer break, written by tests/unit/test_layers.py\n")
-    try:
-        run = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    finally:
-        probe.unlink()
-    assert run.returncode != 0 and "core._layer_probe" in run.stdout, run.stdout
+    run = subprocess.run([str(lint), "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0 and "core._layer_probe -> agent" in run.stdout, run.stdout

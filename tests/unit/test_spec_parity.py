@@ -1,6 +1,7 @@
-"""The reference's rules for the spec (issue 9): specs that cannot be rebuilt are refused where
-they are written, shared hooks stay shared, FunctionHook wants a State parameter, ``messages`` may
-be redefined in ``state_schema``, and usage details are summed as Haystack sums them."""
+"""The reference's (Haystack's) rules for the spec, kept so a spec means what it means there: specs
+that cannot be rebuilt are refused where they are written, shared hooks stay shared, FunctionHook
+wants a State parameter, ``messages`` may be redefined in ``state_schema``, and usage details are
+summed as Haystack sums them."""
 
 from __future__ import annotations
 

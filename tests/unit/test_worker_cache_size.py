@@ -1,5 +1,5 @@
-"""The worker's workflow cache size (issue 10 item 2): a default sized for many parked runs, an
-environment override, and a clear error for a bad value."""
+"""The worker's workflow cache size, which bounds a worker's memory: a default sized for many parked
+runs, an environment override, and a clear error for a bad value."""
 
 from __future__ import annotations
 
