@@ -10,6 +10,7 @@ from agent.client import AgentRunHandle, start_run
 from core.messages import ChatMessage
 from core.settings import DEFAULT_TASK_QUEUE
 from core.spec import AgentSpec
+from runtime.sandbox import check_hook_modules
 
 
 class Agent(AgentSpec):
@@ -17,13 +18,16 @@ class Agent(AgentSpec):
     parameters and the errors they raise). Runs happen in ``AgentWorkflow``, on a worker.
 
     Building one also round-trips every hook through ``to_dict``/``from_dict``, as the worker will
-    (:meth:`core.spec.AgentSpec.check_rebuildable`): a spec the worker could not rebuild is a
-    ``ValueError`` here, where it is written, not a failure on the worker.
+    (:meth:`core.spec.AgentSpec.check_rebuildable`), and imports the hooks' own modules inside
+    Temporal's workflow sandbox, as the worker will (:func:`runtime.sandbox.check_hook_modules`,
+    once per module and process): a spec the worker could not rebuild is a ``ValueError`` here,
+    where it is written, not a failure on the worker.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.check_rebuildable()
+        check_hook_modules(self)
 
     async def start(
         self,

@@ -9,19 +9,33 @@ every time. ``workflows/agent_workflow.py`` takes about 7 ms to compile, a fifth
 run's replay. :class:`CompiledOnceFinder` keeps the code of every module imported inside a
 sandbox, so each is compiled once per worker process. The module itself is still executed anew
 in each sandbox, so the sandbox's isolation and checks are unchanged.
+
+:func:`check_hook_modules` imports an agent's hook modules the way that sandbox will, so that
+``Agent(...)`` refuses a module the worker would refuse on every run.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
 from importlib.abc import MetaPathFinder
 from importlib.machinery import ModuleSpec, SourceFileLoader
 from types import CodeType, ModuleType
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from temporalio import workflow
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+# The sandbox's own importer, which the runner uses; not public API, so a temporalio upgrade that
+# moves it fails tests/integration/test_hook_sandbox.py rather than a user's run.
+from temporalio.worker.workflow_sandbox._importer import Importer
+from temporalio.worker.workflow_sandbox._restrictions import RestrictionContext
+
+from core.sandbox_refusal import sandbox_refusal_message
+from core.serialization import current_path
+from core.spec import AgentSpec
+from hooks.from_function import FunctionHook
 
 #: Deterministic modules shared by all workflows instead of re-imported into each sandbox:
 #: faster, and module-level caches (tiktoken's encodings, boto3 clients) live once per process.
@@ -40,6 +54,9 @@ PASSTHROUGH_MODULES = (
     "jsonschema",
     "opentelemetry",  # the run loop's spans use the process's tracer provider (workflows/spans.py)
 )
+
+#: The worker's sandbox restrictions: Temporal's defaults with :data:`PASSTHROUGH_MODULES`.
+SANDBOX_RESTRICTIONS = SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
 
 
 class CompiledOnceLoader(SourceFileLoader):
@@ -92,6 +109,85 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     """The sandbox runner with this project's pass-through modules; installs
     :class:`CompiledOnceFinder` so the modules the sandbox imports are compiled once per process."""
     install_compiled_once_finder()
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
-    )
+    return SandboxedWorkflowRunner(restrictions=SANDBOX_RESTRICTIONS)
+
+
+def _passed_through(module: str) -> bool:
+    """Whether the sandbox takes ``module`` from the worker's process instead of importing it anew."""
+    passthrough = SANDBOX_RESTRICTIONS.passthrough_modules
+    parts = module.split(".")
+    return any(".".join(parts[:end]) in passthrough for end in range(1, len(parts) + 1))
+
+
+#: Module name -> the refusal message, or None when the sandbox imports it (checked once per process).
+_sandbox_import_results: dict[str, str | None] = {}
+
+
+def sandbox_import_problem(module: str) -> str | None:
+    """Import ``module`` as the worker's sandbox imports a hook module while a run rebuilds its
+    hooks (inside a workflow activation, with the worker's restrictions and pass-through modules).
+
+    The module's top-level code runs once more, in a sandbox of its own that is then dropped; the
+    result is remembered for the process.
+
+    :param module: An importable module's name.
+    :returns: The message saying what the sandbox refused and what to do, or None when the sandbox
+        refuses nothing in it (it imports, or fails for a reason of its own).
+    """
+    if module in _sandbox_import_results:
+        return _sandbox_import_results[module]
+    importer = Importer(SANDBOX_RESTRICTIONS, RestrictionContext())
+    importer.restriction_context.is_runtime = True  # the run imports hooks inside an activation
+    problem = None
+    workflow.unsafe._set_in_sandbox(True)  # what the runner sets around sandboxed code (thread-local)
+    try:
+        with importer.applied():
+            importlib.import_module(module)
+    except Exception as err:
+        # Only the sandbox's refusals: a module this process found some other way (a file path)
+        # may well import on the worker, and check_rebuildable has imported it here already.
+        problem = sandbox_refusal_message(err, module)
+    finally:
+        workflow.unsafe._set_in_sandbox(False)
+    _sandbox_import_results[module] = problem
+    return problem
+
+
+def _module_of(path: str) -> str | None:
+    """The imported module an import path (``module.Qualified.Name``) lives in."""
+    parts = current_path(path).split(".")
+    return next((name for end in range(len(parts) - 1, 0, -1) if (name := ".".join(parts[:end])) in sys.modules), None)
+
+
+def _types_in(data: Any) -> list[str]:
+    """Every ``"type"`` import path in a serialised object, nested ones included."""
+    if isinstance(data, dict):
+        found = [data["type"]] if isinstance(data.get("type"), str) else []
+        return found + [path for value in data.values() for path in _types_in(value)]
+    if isinstance(data, list):
+        return [path for value in data for path in _types_in(value)]
+    return []
+
+
+def hook_modules(spec: AgentSpec) -> list[str]:
+    """The modules a worker imports into the sandbox to rebuild ``spec``'s hooks: those of every
+    serialised class and of FunctionHooks' functions, less the ones passed through and ``__main__``."""
+    modules = [_module_of(path) for path in _types_in(spec.hooks_to_dict())]
+    for hook in spec.distinct_hooks():
+        if isinstance(hook, FunctionHook):  # its functions travel by import path
+            modules += [function.__module__ for function in (hook.function, hook.async_function) if function]
+    ordered = dict.fromkeys(m for m in modules if m and m != "__main__" and not _passed_through(m))
+    return list(ordered)
+
+
+def check_hook_modules(spec: AgentSpec) -> None:
+    """Refuse an agent whose hook modules the worker's sandbox would refuse on every run.
+
+    :raises ValueError: Naming the module, what the sandbox refused in it and what to do instead.
+    """
+    if workflow.in_workflow():  # already sandboxed: an import here is the check itself
+        return
+    for module in hook_modules(spec):
+        problem = sandbox_import_problem(module)
+        if problem is not None:
+            raise ValueError(problem)

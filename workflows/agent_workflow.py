@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.tool_invocation import OffloadInstruction, ToolInvocationInput, call_tool
     from core.messages import ChatMessage, ToolCall
     from core.payloads import AgentRunInput, AgentRunResult, RunSnapshot, RunStatus, add_usage
+    from core.sandbox_refusal import sandbox_refusal_message
     from core.serialization import hook_import_path
     from core.spec import AFTER_RUN, AFTER_TOOL, BEFORE_LLM, BEFORE_RUN, BEFORE_TOOL, ON_EXIT, AgentSpec
     from core.state import State, replace_values
@@ -123,10 +124,13 @@ class AgentWorkflow:
             agent = AgentSpec.from_dict(run_input.agent)
         except Exception as err:
             # The spec was checked when the Agent was built; failing here means the worker cannot
-            # import what the client could (a missing module or a different version of it).
+            # import what the client could: the sandbox refused a hook module (an Agent built
+            # before that check), or a module is missing or of another version.
+            why = sandbox_refusal_message(err) or (
+                f"{type(err).__name__}: {err}. Install the hooks' modules on every worker of the task queue."
+            )
             raise ApplicationError(
-                f"This worker cannot rebuild the run's agent: {type(err).__name__}: {err}. "
-                "Install the hooks' modules on every worker of the task queue.",
+                f"This worker cannot rebuild the run's agent: {why}",
                 type=AGENT_SPEC_ERROR,
                 non_retryable=True,
             ) from err
