@@ -2,8 +2,8 @@
 
 The workflow registers its query and activities under these names; clients, the CLI and the inbox
 send and query by them. Each hook family keeps its own names in its folder
-(``hooks.human_in_the_loop.wire``, ``hooks.<family>.activities``). Changing one breaks running workflows and deployed clients, so
-each change needs a deprecation path (DESIGN.md "Public contract").
+(``hooks.human_in_the_loop.wire``, ``hooks.<family>.activities``). Changing one breaks running
+workflows and deployed clients (DESIGN.md "Public contract").
 """
 
 from __future__ import annotations

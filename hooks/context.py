@@ -59,7 +59,7 @@ class RunContext:
     state: State
     phase: str = "starting"
     hook_token_usage: dict[str, Any] = field(default_factory=dict)
-    _slots: dict[type, Any] = field(default_factory=dict, repr=False)
+    _slots: dict[type, Any] = field(default_factory=dict, init=False, repr=False)
 
     def slot(self, kind: type[T]) -> T | None:
         """The family object of class ``kind`` this run holds, or None before the family made one."""

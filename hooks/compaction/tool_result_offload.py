@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -30,9 +30,20 @@ from hooks.compaction.utils import (
 )
 from hooks.context import current_run_or_none, run_logger
 
-#: What the compactor writes to: a ``ToolResultStore`` (``hooks.tool_result_offloading``), any
-#: object with ``write(key, content)`` and ``to_dict()`` (and ``for_run(run_id)`` to scope it).
-ToolResultStore = Any
+
+class ResultStore(Protocol):
+    """What the compactor writes to: a tool-result store such as ``FileSystemToolResultStore`` or
+    ``S3ToolResultStore`` (``hooks.tool_result_offloading``), or any object with these methods; a
+    ``for_run(run_id)`` method, when it has one, scopes it to the run."""
+
+    def write(self, key: str, content: str) -> str:
+        """Store ``content`` under ``key``; returns the reference the pointer names."""
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """The store's descriptor (rebuilt on the worker by the store activity)."""
+        ...
+
 
 STRATEGY = "tool_result_offloading"
 
@@ -86,7 +97,7 @@ class ToolResultOffloadCompactor(Compactor):
 
     def __init__(
         self,
-        store: ToolResultStore,
+        store: ResultStore,
         *,
         min_keep_steps: int = 1,
         min_tokens: int = 200,
@@ -179,7 +190,7 @@ class ToolResultOffloadCompactor(Compactor):
             replace=replace,
         )
 
-    def run_store(self, run_id: str) -> ToolResultStore:
+    def run_store(self, run_id: str) -> ResultStore:
         """The store this run writes to: ``store.for_run(run_id)`` when the store has it, else ``store``."""
         for_run = getattr(self.store, "for_run", None)
         return for_run(run_id) if callable(for_run) else self.store

@@ -5,24 +5,23 @@ Strategies publish requests here and wait; the workflow's Signal, Update and Que
 (``hooks.human_in_the_loop.handlers``) validate and record decisions here and read the pending
 list. One registry per run, in the run's slot for it (``current_run().slot(ConfirmationRegistry)``).
 
-Decisions are bounded: a modify's ``new_tool_params`` run with the call
-and are sent to the model with every later request, and ``feedback`` is sent to the model as
-is, so an unbounded decision makes model requests a real model refuses. The limits:
+Decisions are bounded: a modify's ``new_tool_params`` run with the call and are sent to the model
+with every later request, and ``feedback`` is sent to the model as is, so an unbounded decision
+makes model requests a real model refuses. The limits:
 
 - :data:`MAX_NEW_TOOL_PARAMS_BYTES` (64 KiB) of ``new_tool_params`` as compact JSON in UTF-8
-  (:func:`core.tool_records.canonical_json`): about 16k tokens, far more
-  than any real tool arguments a person retypes, and small next to Temporal's payload limits
-  (a warning at 512 KiB, an error at 2 MiB per payload) and a model's context;
+  (:func:`core.tool_records.canonical_json`): about 16k tokens, far more than any real tool
+  arguments a person retypes, and small next to Temporal's payload limits (a warning at 512 KiB,
+  an error at 2 MiB per payload) and a model's context;
 - :data:`MAX_FEEDBACK_CHARS` (4,000 characters): a few paragraphs (about 1k tokens, at most
   16 KB in UTF-8) of reason or instructions, which is what a confirmation note is for.
 
 ``DurableConfirmationStrategy`` can set other limits per strategy; they travel with each
 request (:meth:`ConfirmationRegistry.publish`), since one registry serves every strategy of a run.
 
-Who may decide travels the same way: a request's
-``PendingConfirmation.approvers`` (from ``DurableConfirmationStrategy(approvers=...)`` or a
-per-tool list in ``ConfirmationHook``) names the people whose decisions :meth:`ConfirmationRegistry.validate`
-accepts. Checking here, where the Update's validator and the Signal's handler both check, means no
+Who may decide travels the same way: a request's ``PendingConfirmation.approvers`` (from
+``DurableConfirmationStrategy(approvers=...)`` or a per-tool list in ``ConfirmationHook``) names the
+people whose decisions :meth:`ConfirmationRegistry.validate` accepts. Checking here, where the Update's validator and the Signal's handler both check, means no
 client (the CLI, the inbox, a user's own code) can decide for someone not on the list. A timeout
 decides on behalf of no one and is not checked.
 
