@@ -43,10 +43,10 @@ from temporalio.api.workflowservice.v1 import ListWorkflowExecutionsRequest
 from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
+from agent.approvals.waiting import list_waiting_runs
 from agent.client import connect
 from agent.dev.stack import TemporalDevServer
 from core.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL, WAITING_RUNS_QUERY, WORKFLOW_TYPE
-from hooks.human_in_the_loop.client import list_waiting_runs
 from hooks.human_in_the_loop.dataclasses import PendingSummary
 
 #: Starts in flight while seeding.

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from hooks.human_in_the_loop.cli import add_approval_commands
+from agent.approvals.commands import add_commands
 from tests.hitl_helpers import call, calls, hitl_agent, start, wait_pending
 
 
 def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="agent")
-    add_approval_commands(parser.add_subparsers(dest="command", required=True))
+    add_commands(parser.add_subparsers(dest="command", required=True))
     return parser.parse_args(argv)
 
 

@@ -24,9 +24,10 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError
 
 from agent import connect
+from agent.approvals.commands import add_commands
+from agent.approvals.decisions import ConfirmationError
+from agent.approvals.waiting import iter_waiting_runs, list_waiting_runs
 from core.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL, WAITING_RUNS_QUERY, WORKFLOW_TYPE
-from hooks.human_in_the_loop.cli import add_approval_commands
-from hooks.human_in_the_loop.client import ConfirmationError, iter_waiting_runs, list_waiting_runs
 from hooks.human_in_the_loop.dataclasses import PendingSummary
 
 WAITING = 23  # over three pages of 10
@@ -151,7 +152,7 @@ async def test_a_namespace_without_the_attribute_gets_a_clear_error(client):
 
 def _parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="agent")
-    add_approval_commands(parser.add_subparsers(dest="command", required=True))
+    add_commands(parser.add_subparsers(dest="command", required=True))
     return parser.parse_args(argv)
 
 
