@@ -143,20 +143,33 @@ class ConnectError(RuntimeError):
 
 
 async def connect_from_env() -> Client:
-    """``connect()`` from the environment, with an error that names the address tried.
+    """``connect()`` from the environment, saying where it connects when that takes over a second,
+    with an error that names the address tried and how to fix it.
 
     :raises ConnectError: When the server cannot be reached.
     """
     settings = Settings.from_env()
+    where = (
+        f"{settings.temporal_address} (TEMPORAL_ADDRESS)"
+        if os.environ.get("TEMPORAL_ADDRESS")
+        else f"{settings.temporal_address} (the default: TEMPORAL_ADDRESS is not set)"
+    )
+
+    async def say_where() -> None:
+        await asyncio.sleep(1)
+        print(f"agent: connecting to Temporal at {where} ...", file=sys.stderr, flush=True)
+
+    note = asyncio.ensure_future(say_where())
     try:
         return await connect()
     except RuntimeError as exc:  # the SDK's "Failed client connect: ... tonic transport error"
         raise ConnectError(
-            f"cannot reach the Temporal server at {settings.temporal_address} (namespace "
-            f"{settings.temporal_namespace}): {_transport_reason(exc)}. Set TEMPORAL_ADDRESS to your server's "
-            "host:port; for the embedded stack, `agent dev` writes env.sh into its data directory: "
-            "`source .agent-dev/env.sh` in this shell."
+            f"cannot reach the Temporal server at {where}, namespace {settings.temporal_namespace}: "
+            f"{_transport_reason(exc)}. Set TEMPORAL_ADDRESS to your server's host:port; for the embedded "
+            "stack, `agent dev` writes env.sh into its data directory: run `source .agent-dev/env.sh` in this shell."
         ) from exc
+    finally:
+        note.cancel()
 
 
 def _transport_reason(exc: BaseException) -> str:

@@ -216,6 +216,5 @@ async def last_failures(handle: WorkflowHandle, run_ended_badly: bool) -> tuple[
         elif run_ended_badly:
             for field, ending in _ENDINGS.items():
                 if event.HasField(field) and ending not in ("completed", "continued as new"):
-                    message = _ending_message(event, field)
-                    run_failure = message if ending == "failed" else f"{ending}: {message or 'no reason given'}"
+                    run_failure = _ending_message(event, field) or "no reason given"
     return task_error, run_failure

@@ -114,7 +114,7 @@ async def why_no_worker(client: Client, run_id: str, doing: str) -> str | None:
         return f"run {run_id} is {service.status.lower()}: nothing waits for {doing}."
     if not service.workers.alive:
         return (
-            f"{service.workers.describe()}, so nothing can take {doing} for run {run_id}: it was not recorded "
+            f"{service.workers.describe()}, so no worker can take {doing} for run {run_id}: nothing was sent "
             f"(a worker checks a decision before it reaches the run's history). Start a worker on "
             f"'{service.task_queue}' (`python worker.py`, or `agent dev`), then run this again."
         )

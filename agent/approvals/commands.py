@@ -24,7 +24,6 @@ from agent.approvals.decisions import (
     DEFAULT_TIMEOUT,
     ConfirmationError,
     ModifyParamsError,
-    RunNotAnsweringError,
     default_approver,
     parse_new_tool_params,
     submit_decision,
@@ -238,9 +237,6 @@ async def _decide(args: argparse.Namespace, client: Client, action: str, **field
     )
     try:
         record = await submit_decision(client.get_workflow_handle(args.run), decision, timeout=timeout)
-    except RunNotAnsweringError as err:
-        print(f"error: {err} The decision was not recorded.", file=sys.stderr)
-        return 1
     except ConfirmationError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -15,7 +15,12 @@ import os
 from datetime import timedelta
 from typing import Any
 
-from temporalio.client import WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.client import (
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.wire import PENDING_CONFIRMATIONS_QUERY, SUBMIT_TOOL_DECISION_UPDATE, TOOL_DECISION_SIGNAL
@@ -25,6 +30,15 @@ from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmat
 APPROVER_ENV = "AGENT_APPROVER"
 #: How long a client waits for a run to answer a query or accept a decision.
 DEFAULT_TIMEOUT = timedelta(seconds=30)
+
+
+#: What became of an Update no worker took (measured on the dev server: the history has no trace
+#: of it, and a worker started later receives it and the decision takes effect).
+UPDATE_HELD = (
+    "It is not in the run's history: the server holds it in memory and hands it to the run when a worker "
+    "picks the run up (then it takes effect), unless the server restarts first; `agent pending` shows "
+    "whether the call still waits."
+)
 
 
 class ConfirmationError(RuntimeError):
@@ -102,7 +116,7 @@ async def submit_decision(
 
     An Update is recorded only once a worker has run its validator: with no worker polling the
     run's task queue nothing reaches the run's history, and this raises
-    :class:`RunNotAnsweringError` after ``timeout``.
+    :class:`RunNotAnsweringError` after ``timeout`` (see :data:`UPDATE_HELD` for what becomes of it).
 
     :param timeout: How long to wait for the run to accept or refuse (None: as long as it takes).
     :raises DecisionRefusedError: When the run's validator (or handler) refused it.
@@ -116,6 +130,11 @@ async def submit_decision(
         )
     except WorkflowUpdateFailedError as err:
         raise DecisionRefusedError(f"Run '{handle.id}' refused the decision: {_cause_message(err)}") from err
+    except WorkflowUpdateRPCTimeoutOrCancelledError as err:
+        within = f" within {timeout.total_seconds():g} s" if timeout else ""
+        raise RunNotAnsweringError(
+            f"Run '{handle.id}' did not accept or refuse the decision{within}: no worker took it. {UPDATE_HELD}"
+        ) from err
     except RPCError as err:
         raise _rpc_error(err, handle.id, "the decision", timeout) from err
 

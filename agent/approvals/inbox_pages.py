@@ -186,8 +186,7 @@ class ApprovalPages:
             message = f"This call was already decided: the run is no longer waiting ({err})."
             return await self._call_response(request, run_id, call_id, error=message, status=409, form=fields)
         except RunNotAnsweringError as err:
-            message = f"{err} The decision was not recorded."
-            return await self._call_response(request, run_id, call_id, error=message, status=504, form=fields)
+            return await self._call_response(request, run_id, call_id, error=str(err), status=504, form=fields)
         except ConfirmationError as err:
             return await self._call_response(request, run_id, call_id, error=str(err), status=502, form=fields)
         return RedirectResponse(f"/runs/{run_id}?decided={call_id}", status_code=303)
