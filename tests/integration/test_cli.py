@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -15,7 +17,10 @@ import pytest
 from temporalio.api.failure.v1 import ApplicationFailureInfo, Failure
 
 from agent.agent import Agent
+from agent.approvals.decisions import default_approver
+from agent.cli import build_parser
 from agent.client import get_run
+from agent.inbox.command import dev_identity
 from agent.run_history import describe_failure
 from core.messages import ChatMessage
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
@@ -302,3 +307,52 @@ async def test_wait_for_pending_returns_the_calls_or_says_why_not(client, worker
             await get_run(client, other).wait_for_pending(timeout=timedelta(seconds=2))
     finally:
         await client.get_workflow_handle(other).terminate("test over")
+
+
+# -- one way to name things --------------------------------------------------------------------
+
+#: Every subcommand but ``dev`` (its parser moves to agent/dev/), and whether it takes a RUN.
+SUBCOMMANDS = {
+    "run": False,
+    "status": True,
+    "runs": False,
+    "watch": True,
+    "result": True,
+    "pending": False,
+    "approve": True,
+    "reject": True,
+    "modify": True,
+    "inbox": False,
+    "demo": False,
+}
+
+
+@pytest.mark.parametrize(("command", "takes_run"), list(SUBCOMMANDS.items()))
+def test_every_subcommand_has_a_description_and_an_example(command, takes_run, capsys):
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args([command, "--help"])
+    assert exited.value.code == 0
+    usage, description, *rest = capsys.readouterr().out.split("\n\n")
+    assert usage.startswith(f"usage: agent {command}")
+    assert len(description.split()) >= 8, description  # a sentence, not a label
+    assert f"examples:\n  agent {command}" in "\n\n".join(rest)
+    if takes_run:
+        assert re.search(r"[ \[]RUN\b", usage) and "run_id" not in usage, usage
+
+
+def test_the_default_approver_is_agent_approver_else_the_os_user(monkeypatch, capsys):
+    monkeypatch.setenv("AGENT_APPROVER", "zoe")
+    assert default_approver() == "zoe" and dev_identity() == "zoe"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["approve", "--help"])
+    assert "$AGENT_APPROVER, else your OS user name: 'zoe'" in " ".join(capsys.readouterr().out.split())
+    monkeypatch.delenv("AGENT_APPROVER")
+    assert default_approver() == getpass.getuser() == dev_identity()
+
+
+async def test_a_decision_without_approver_records_agent_approver(client, worker, scripted, model, run_id):
+    handle, call = await parked_run(client, scripted, model, run_id, worker)
+    approved = await agent_cli("approve", run_id, call.tool_call_id, env={"AGENT_APPROVER": "zoe"})
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout.startswith(f"confirm: echo call {call.tool_call_id} of run {run_id} by zoe\n")
+    assert (await handle.result()).last_message.text == "done"
