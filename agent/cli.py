@@ -26,6 +26,7 @@ from agent.dev.stack import DEFAULT_S3_PORT, DevStack, ensure_port_free
 from agent.inbox import command as inbox_command
 from agent.inbox.command import describe_identity, dev_identity, start_inbox
 from agent.inbox.identity import IdentityConfig
+from agent.progress import announce_if_slow
 from core.settings import Settings
 from runtime.tracing import prometheus_bind_address
 from runtime.worker import create_worker
@@ -155,21 +156,15 @@ async def connect_from_env() -> Client:
         else f"{settings.temporal_address} (the default: TEMPORAL_ADDRESS is not set)"
     )
 
-    async def say_where() -> None:
-        await asyncio.sleep(1)
-        print(f"agent: connecting to Temporal at {where} ...", file=sys.stderr, flush=True)
-
-    note = asyncio.ensure_future(say_where())
     try:
-        return await connect()
+        async with announce_if_slow(f"agent: connecting to Temporal at {where} ..."):
+            return await connect()
     except RuntimeError as exc:  # the SDK's "Failed client connect: ... tonic transport error"
         raise ConnectError(
             f"cannot reach the Temporal server at {where}, namespace {settings.temporal_namespace}: "
             f"{_transport_reason(exc)}. Set TEMPORAL_ADDRESS to your server's host:port; for the embedded "
             "stack, `agent dev` writes env.sh into its data directory: run `source .agent-dev/env.sh` in this shell."
         ) from exc
-    finally:
-        note.cancel()
 
 
 def _transport_reason(exc: BaseException) -> str:

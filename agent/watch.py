@@ -1,11 +1,14 @@
 """``agent watch RUN``: follow one run live until it ends.
 
 Every ~0.5 s the watcher reads ``describe()`` (``AgentRunHandle.health()``), the history events it
-has not seen yet (decoded by :mod:`agent.run_history`) (tool calls as they complete, with their arguments and a preview of the result;
-decisions on confirmations, with who decided) and, while the run is open, the ``run_status`` query
-(step and phase) and, when the run waits for a person, the pending calls. Problems Temporal reports (a workflow task that keeps failing, a
-model call being retried) are printed once each. At the end it prints the exit reason (or the
-failure) and returns the exit code: 0 when the run completed, 1 otherwise.
+has not seen yet, decoded by :mod:`agent.run_history` (model replies, tool calls as they complete
+with their arguments and a preview of the result, decisions on confirmations with who decided)
+and, while the run is open, the ``run_status`` query (step and phase; 5 s deadline) and, when the
+run waits for a person, the pending calls with the command that approves each. Problems are
+printed once each: no worker polling the run's task queue, a workflow task that keeps failing, a
+model call being retried. At the end it prints the exit reason (or the failure) and returns the
+exit code: 0 when the run completed, 1 otherwise. ``agent run --wait`` uses it without the
+history lines.
 
 On a terminal the step and phase sit on a ``rich`` progress line with the events scrolling above
 it; elsewhere (a pipe, a log file, a test) every event is one plain line.

@@ -30,6 +30,7 @@ from agent.approvals.decisions import (
 )
 from agent.approvals.interactive import approve_interactively, load_ui, report_decision, when
 from agent.approvals.waiting import iter_waiting_runs, list_waiting_runs
+from agent.progress import announce_if_slow
 from agent.workers import why_no_worker
 from hooks.human_in_the_loop.dataclasses import PendingSummary, ToolDecision
 
@@ -230,13 +231,10 @@ async def _decide(args: argparse.Namespace, client: Client, action: str, **field
     decision = ToolDecision(
         tool_call_id=args.call, action=action, approver=args.approver or default_approver(), **fields
     )
-    print(
-        f"waiting up to {args.timeout:g} s for run {args.run} to accept the {action} of call {args.call} ...",
-        file=sys.stderr,
-        flush=True,
-    )
+    waiting = f"waiting up to {args.timeout:g} s for run {args.run} to accept the {action} of call {args.call} ..."
     try:
-        record = await submit_decision(client.get_workflow_handle(args.run), decision, timeout=timeout)
+        async with announce_if_slow(waiting):
+            record = await submit_decision(client.get_workflow_handle(args.run), decision, timeout=timeout)
     except ConfirmationError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

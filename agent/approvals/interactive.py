@@ -33,6 +33,7 @@ from agent.approvals.decisions import (
     submit_decision,
 )
 from agent.approvals.waiting import list_waiting_runs
+from agent.progress import announce_if_slow
 from agent.workers import why_no_worker
 from core.serialization import import_object, object_from_dict
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
@@ -217,9 +218,10 @@ async def _ask_until_accepted(
             approver=approver,
             arguments_sha256=request.arguments_sha256 or None,
         )
-        print(f"waiting up to {timeout.total_seconds():g} s for run {handle.id} to accept the {answer.action} ...")
+        waiting = f"waiting up to {timeout.total_seconds():g} s for run {handle.id} to accept the {answer.action} ..."
         try:
-            record = await submit_decision(handle, decision, timeout)
+            async with announce_if_slow(waiting, out=sys.stdout):
+                record = await submit_decision(handle, decision, timeout)
         except DecisionRefusedError as err:
             if not await _still_pending(handle, request.tool_call_id, timeout):
                 print(f"skipped: {err}")

@@ -182,3 +182,28 @@ async def test_pending_json_lists_every_call_and_a_limit_notes_the_cut(listing, 
     listed_runs = {line.split()[0] for line in out.splitlines() if line.startswith("waiting-")}
     assert code == 0 and len(listed_runs) == 4
     assert out.rstrip().endswith("Listed the first 4 waiting runs (--limit 4); more are waiting.")
+
+
+async def test_a_run_without_the_pending_memo_is_not_waiting(listing):
+    """Only the memo says what a run waits for: a run that publishes none is not listed, and not
+    queried either (no worker polls its queue: a query would wait for its deadline)."""
+    ns_client, expected = listing
+    await ns_client.start_workflow(
+        WORKFLOW_TYPE,
+        {"never": "run"},
+        id="no-memo",
+        task_queue="nobody-polls-no-memo",
+        search_attributes=TypedSearchAttributes([SearchAttributePair(WAITING_FOR_APPROVAL, True)]),
+    )
+    try:
+        for _ in range(400):  # visibility is eventually consistent
+            if (await ns_client.count_workflows(WAITING_RUNS_QUERY)).count == WAITING + 1:
+                break
+            await asyncio.sleep(0.05)
+        for by_attribute in (True, False):
+            began = asyncio.get_running_loop().time()
+            listed = await list_waiting_runs(ns_client, use_search_attribute=by_attribute, page_size=PAGE)
+            assert asyncio.get_running_loop().time() - began < 5
+            assert {run.run_id for run in listed.runs} == set(expected), by_attribute
+    finally:
+        await ns_client.get_workflow_handle("no-memo").terminate(reason="test over")
