@@ -15,6 +15,7 @@ from datetime import timedelta
 
 import pytest
 from temporalio.api.failure.v1 import ApplicationFailureInfo, Failure
+from temporalio.client import WorkflowFailureError
 
 from agent.agent import Agent
 from agent.approvals.decisions import default_approver
@@ -356,3 +357,36 @@ async def test_a_decision_without_approver_records_agent_approver(client, worker
     assert approved.returncode == 0, approved.stderr
     assert approved.stdout.startswith(f"confirm: echo call {call.tool_call_id} of run {run_id} by zoe\n")
     assert (await handle.result()).last_message.text == "done"
+
+
+async def test_status_names_the_innermost_cause_of_a_model_that_cannot_be_reached(client, model, run_id):
+    queue = f"no-model-{run_id}"
+    # a worker process of its own whose model endpoint refuses connections
+    worker_process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "worker.py",
+        "--tools",
+        "tests.tools.TEST_TOOLS",
+        "--task-queue",
+        queue,
+        env={**os.environ, "OPENAI_BASE_URL": f"http://127.0.0.1:{free_port()}/v1"},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        handle = await Agent(model=model, tools=[t.echo], model_retry_timeout=timedelta(seconds=2)).start(
+            client, [ChatMessage.from_user("hi")], run_id=run_id, task_queue=queue
+        )
+        with pytest.raises(WorkflowFailureError):
+            await asyncio.wait_for(handle.result(), timeout=120)
+        status = await agent_cli("status", run_id)
+    finally:
+        if worker_process.returncode is None:
+            worker_process.terminate()
+        await worker_process.wait()
+    assert status.returncode == 1
+    assert status.stderr.strip() == (
+        f"agent: run {run_id} failed: The model call was given up: it kept failing for 0:00:02 "
+        "(model_retry_timeout). Last error: Connection error. (innermost cause: ConnectError: All connection "
+        "attempts failed)"
+    )
