@@ -9,8 +9,15 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
+from temporalio.service import RPCError, RPCStatusCode
 
-from agent.approvals.decisions import DEFAULT_TIMEOUT, RunNotAnsweringError, query_pending, submit_decision
+from agent.approvals.decisions import (
+    DEFAULT_TIMEOUT,
+    RunNotAnsweringError,
+    UnknownRunError,
+    query_pending,
+    submit_decision,
+)
 from agent.run_history import last_failures
 from core.checks import check_search_attributes
 from core.messages import ChatMessage
@@ -90,7 +97,12 @@ class AgentRunHandle:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout.total_seconds()
         while True:
-            description = await self.workflow.describe()
+            try:
+                description = await self.workflow.describe()
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    raise UnknownRunError(f"No run '{self.run_id}': {err.message}") from err
+                raise
             status = description.status.name if description.status else "UNKNOWN"
             if status != "RUNNING":
                 health = await self.health()

@@ -19,7 +19,13 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.client import (
+    Client,
+    WorkflowExecution,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowQueryFailedError,
+)
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent.agent import Agent
@@ -143,7 +149,7 @@ async def cmd_status(args: argparse.Namespace, client: Client) -> int:
                 RUN_STATUS_QUERY, result_type=RunStatus, rpc_timeout=timedelta(seconds=STATUS_QUERY_SECONDS)
             )
             shown.update(status.model_dump(mode="json"))
-        except Exception as err:  # a query answers only through a worker; the server's view stands
+        except (WorkflowQueryFailedError, RPCError) as err:  # answered only through a worker; the server's view stands
             shown["query_error"] = str(err)
     shown.update(
         status=service.status,

@@ -18,7 +18,7 @@ from temporalio.api.failure.v1 import ApplicationFailureInfo, Failure
 from temporalio.client import WorkflowFailureError
 
 from agent.agent import Agent
-from agent.approvals.decisions import default_approver
+from agent.approvals.decisions import UnknownRunError, default_approver
 from agent.cli import build_parser
 from agent.client import get_run
 from agent.inbox.command import dev_identity
@@ -308,6 +308,8 @@ async def test_wait_for_pending_returns_the_calls_or_says_why_not(client, worker
             await get_run(client, other).wait_for_pending(timeout=timedelta(seconds=2))
     finally:
         await client.get_workflow_handle(other).terminate("test over")
+    with pytest.raises(UnknownRunError, match="^No run 'no-such-run-xyz'"):
+        await get_run(client, "no-such-run-xyz").wait_for_pending(timeout=timedelta(seconds=2))
 
 
 # -- one way to name things --------------------------------------------------------------------
