@@ -2,24 +2,37 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
+from temporalio.service import RPCError, RPCStatusCode
 
+from agent.approvals.decisions import (
+    DEFAULT_TIMEOUT,
+    RunNotAnsweringError,
+    UnknownRunError,
+    query_pending,
+    submit_decision,
+)
+from agent.run_history import last_failures
 from core.checks import check_search_attributes
 from core.messages import ChatMessage
 from core.payloads import ActivityRetry, AgentRunInput, AgentRunResult, RunHealth, RunStatus
 from core.settings import DEFAULT_WORKFLOW_TASK_TIMEOUT
 from core.spec import AgentSpec
 from core.wire import RUN_STATUS_QUERY, WORKFLOW_TYPE
-from hooks.human_in_the_loop.client import query_pending, submit_decision
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
 from hooks.protocol import NeedsSearchAttributes
 from runtime.plugin import connect
 
 __all__ = ["AgentRunHandle", "connect", "get_run", "start_run"]
+
+#: How often :meth:`AgentRunHandle.wait_for_pending` asks the run again.
+PENDING_POLL_SECONDS = 0.2
 
 
 class AgentRunHandle:
@@ -57,37 +70,68 @@ class AgentRunHandle:
             for activity in raw.pending_activities
             if activity.attempt > 1
         ]
-        if health.workflow_task_attempts > 1 or health.status == "FAILED":
-            health.workflow_task_error, health.failure = await self._last_failures(health.status == "FAILED")
+        ended_badly = health.status in ("FAILED", "TERMINATED", "TIMED_OUT", "CANCELED")
+        if health.workflow_task_attempts > 1 or ended_badly:
+            health.workflow_task_error, health.failure = await last_failures(self.workflow, ended_badly)
         return health
-
-    async def _last_failures(self, run_failed: bool) -> tuple[str | None, str | None]:
-        """The last workflow-task failure message, and the run's failure message when it failed."""
-        task_error = run_failure = None
-        async for event in self.workflow.fetch_history_events():
-            if event.HasField("workflow_task_failed_event_attributes"):
-                task_error = event.workflow_task_failed_event_attributes.failure.message
-            elif run_failed and event.HasField("workflow_execution_failed_event_attributes"):
-                run_failure = event.workflow_execution_failed_event_attributes.failure.message
-        return task_error, run_failure
 
     # -- confirmations (hooks.human_in_the_loop) ----------------------------------------------
 
-    async def pending_confirmations(self) -> list[PendingConfirmation]:
+    async def pending_confirmations(self, timeout: timedelta | None = DEFAULT_TIMEOUT) -> list[PendingConfirmation]:
         """The tool calls waiting for a person (``PendingConfirmation``), oldest first.
 
-        :raises hooks.human_in_the_loop.client.UnknownRunError: No such run.
+        :param timeout: How long to wait for the run (a worker) to answer.
+        :raises agent.approvals.decisions.UnknownRunError: No such run.
+        :raises agent.approvals.decisions.RunNotAnsweringError: No answer within ``timeout``.
         """
-        return await query_pending(self.workflow)
+        return await query_pending(self.workflow, timeout=timeout)
 
-    async def decide(self, decision: ToolDecision) -> DecisionRecord:
+    async def wait_for_pending(self, timeout: timedelta = DEFAULT_TIMEOUT) -> list[PendingConfirmation]:
+        """Wait until the run has at least one pending confirmation and return them, oldest first.
+
+        :param timeout: How long to wait in all.
+        :raises TimeoutError: When no confirmation is pending by then (the message names the run).
+        :raises RuntimeError: When the run ends first (the message says how).
+        :raises agent.approvals.decisions.UnknownRunError: No such run.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout.total_seconds()
+        while True:
+            try:
+                description = await self.workflow.describe()
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    raise UnknownRunError(f"No run '{self.run_id}': {err.message}") from err
+                raise
+            status = description.status.name if description.status else "UNKNOWN"
+            if status != "RUNNING":
+                health = await self.health()
+                why = f": {health.failure}" if health.failure else ""
+                raise RuntimeError(
+                    f"Run '{self.run_id}' ended ({status.lower()}) before asking for a confirmation{why}"
+                )
+            left = deadline - loop.time()
+            waited = f"Run '{self.run_id}' asked for no confirmation within {timeout.total_seconds():g} s"
+            if left <= 0:
+                raise TimeoutError(f"{waited} (task queue '{description.task_queue}').")
+            try:
+                pending = await query_pending(self.workflow, timeout=timedelta(seconds=left))
+            except RunNotAnsweringError as err:
+                raise TimeoutError(f"{waited}: {err}") from err
+            if pending:
+                return pending
+            await asyncio.sleep(min(PENDING_POLL_SECONDS, left))
+
+    async def decide(self, decision: ToolDecision, timeout: timedelta | None = DEFAULT_TIMEOUT) -> DecisionRecord:
         """Send a ``ToolDecision`` by the validated Update; returns its ``DecisionRecord``.
 
-        :raises hooks.human_in_the_loop.client.DecisionRefusedError: Unknown or decided call, bad
+        :param timeout: How long to wait for the run (a worker) to accept or refuse it.
+        :raises agent.approvals.decisions.DecisionRefusedError: Unknown or decided call, bad
             action, or ``new_tool_params`` failing the tool's schema (nothing reached history).
-        :raises hooks.human_in_the_loop.client.UnknownRunError: No such run, or it has finished.
+        :raises agent.approvals.decisions.UnknownRunError: No such run, or it has finished.
+        :raises agent.approvals.decisions.RunNotAnsweringError: No answer within ``timeout``.
         """
-        return await submit_decision(self.workflow, decision)
+        return await submit_decision(self.workflow, decision, timeout=timeout)
 
     async def confirm(self, call_id: str, approver: str | None = None) -> DecisionRecord:
         """Run the pending call ``call_id`` as requested."""

@@ -1,11 +1,14 @@
 """``agent watch RUN``: follow one run live until it ends.
 
 Every ~0.5 s the watcher reads ``describe()`` (``AgentRunHandle.health()``), the history events it
-has not seen yet (tool calls as they complete, with their arguments and a preview of the result;
-decisions on confirmations, with who decided) and, while the run is open, the ``run_status`` query
-(step and phase) and, when the run waits for a person, the pending calls. Problems Temporal reports (a workflow task that keeps failing, a
-model call being retried) are printed once each. At the end it prints the exit reason (or the
-failure) and returns the exit code: 0 when the run completed, 1 otherwise.
+has not seen yet, decoded by :mod:`agent.run_history` (model replies, tool calls as they complete
+with their arguments and a preview of the result, decisions on confirmations with who decided)
+and, while the run is open, the ``run_status`` query (step and phase; 5 s deadline) and, when the
+run waits for a person, the pending calls with the command that approves each. Problems are
+printed once each: no worker polling the run's task queue, a workflow task that keeps failing, a
+model call being retried. At the end it prints the exit reason (or the failure) and returns the
+exit code: 0 when the run completed, 1 otherwise. ``agent run --wait`` uses it without the
+history lines.
 
 On a terminal the step and phase sit on a ``rich`` progress line with the events scrolling above
 it; elsewhere (a pipe, a log file, a test) every event is one plain line.
@@ -19,23 +22,30 @@ import sys
 from datetime import timedelta
 from typing import Any, TextIO
 
-from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.model import ModelCallOutput
-from activities.tool_invocation import ToolInvocationInput, ToolInvocationOutput
+from activities.tool_invocation import ToolInvocationInput
+from agent.approvals.decisions import ConfirmationError
 from agent.client import AgentRunHandle
+from agent.run_history import HistoryDecoder, HistoryItem
+from agent.workers import workers_of
 from core.payloads import RunHealth, RunStatus
-from core.wire import CHAT_COMPLETION_ACTIVITY, INVOKE_TOOL_ACTIVITY, RUN_STATUS_QUERY
-from hooks.human_in_the_loop.client import ConfirmationError
-from hooks.human_in_the_loop.dataclasses import ToolDecision
-from hooks.human_in_the_loop.wire import SUBMIT_TOOL_DECISION_UPDATE, TOOL_DECISION_SIGNAL
+from core.wire import RUN_STATUS_QUERY
+from hooks.human_in_the_loop.dataclasses import PendingConfirmation
 
 #: How often the watcher polls the run.
 POLL_SECONDS = 0.5
 #: How much of a tool result or argument list a line shows.
 PREVIEW_CHARS = 120
+#: How long one poll waits for the run's own answer (a query needs a worker).
+QUERY_SECONDS = 5
+
+
+def waiting_line(run_id: str, request: PendingConfirmation) -> str:
+    """``waiting for approval of TOOL (call ID): approve with `agent approve RUN ID```."""
+    call = request.tool_call_id
+    return f"waiting for approval of {request.tool_name} ({call}): approve with `agent approve {run_id} {call}`"
 
 
 def health_lines(run_id: str, health: RunHealth) -> list[str]:
@@ -124,16 +134,25 @@ def make_renderer(plain: bool | None = None) -> Renderer:
 
 
 class RunWatcher:
-    """Follows one run and reports what changed to a renderer."""
+    """Follows one run and reports what changed to a renderer.
 
-    def __init__(self, handle: AgentRunHandle, renderer: Renderer, interval: float = POLL_SECONDS) -> None:
+    :param handle: The run.
+    :param renderer: Where lines go.
+    :param interval: Seconds between polls.
+    :param events: Show each model reply, tool call and decision (``agent watch``); False shows
+        only the step, waiting calls, problems and the end (``agent run --wait``).
+    """
+
+    def __init__(
+        self, handle: AgentRunHandle, renderer: Renderer, interval: float = POLL_SECONDS, events: bool = True
+    ) -> None:
         self.handle = handle
         self.out = renderer
         self.interval = interval
+        self.events = events
         self._history_key: Any = None
         self._events_seen = 0
-        self._scheduled: dict[int, ToolInvocationInput | None] = {}
-        self._model_calls: set[int] = set()
+        self._decoder = HistoryDecoder(handle.client.data_converter)
         self._model_replies = 0
         self._position: tuple[int, str] | None = None
         self._pending: tuple[str, ...] = ()
@@ -143,7 +162,9 @@ class RunWatcher:
         """Watch until the run ends; returns 0 when it completed, 1 when it did not."""
         run_id = self.handle.run_id
         health = await self.handle.health()  # raises RPCError NOT_FOUND for an unknown run
-        self.out.line(f"watching run {run_id} ({health.status.lower()})")
+        self.out.line(
+            f"watching run {run_id} ({health.status.lower()}) until it ends; Ctrl-C stops watching, not the run"
+        )
         while True:
             await self._read_history()
             if health.status != "RUNNING":
@@ -158,11 +179,18 @@ class RunWatcher:
     async def _read_status(self) -> None:
         try:
             status = await self.handle.workflow.query(
-                RUN_STATUS_QUERY, result_type=RunStatus, rpc_timeout=timedelta(seconds=5)
+                RUN_STATUS_QUERY, result_type=RunStatus, rpc_timeout=timedelta(seconds=QUERY_SECONDS)
             )
         except (WorkflowQueryFailedError, RPCError) as err:
-            # No worker, or its workflow task keeps failing: health() says why on the next line.
-            self._problem(f"run {self.handle.run_id}: the run_status query did not answer: {_preview(str(err))}")
+            # No worker, or its workflow task keeps failing: say which.
+            description = await self.handle.workflow.describe()
+            workers = await workers_of(self.handle.client, description.task_queue)
+            why = (
+                workers.describe()
+                if not workers.alive
+                else f"the run_status query did not answer: {_preview(str(err))}"
+            )
+            self._problem(f"run {self.handle.run_id}: {why}")
             return
         self._show_position(status)
         await self._show_pending(status)
@@ -180,7 +208,7 @@ class RunWatcher:
             self._pending = ()
             return
         try:
-            pending = await self.handle.pending_confirmations()
+            pending = await self.handle.pending_confirmations(timeout=timedelta(seconds=QUERY_SECONDS))
         except ConfirmationError as err:
             self._problem(f"run {self.handle.run_id}: {err}")
             return
@@ -188,10 +216,9 @@ class RunWatcher:
         if ids == self._pending:
             return
         self._pending = ids
-        self.out.line(f"waiting for approval ({len(pending)} call{'s' if len(pending) != 1 else ''}):")
         for p in pending:
-            self.out.line(f"  {p.tool_call_id}: {_describe_call(p.tool_name, p.tool_params)}")
-        self.out.line(f"  decide with: agent approve {self.handle.run_id} CALL_ID  (or reject / modify)")
+            self.out.line(waiting_line(self.handle.run_id, p))
+            self.out.line(f"  {_describe_call(p.tool_name, p.tool_params)}  (or: agent reject / agent modify)")
 
     def _report_problems(self, health: RunHealth) -> None:
         for line in health_lines(self.handle.run_id, health):
@@ -203,8 +230,8 @@ class RunWatcher:
             self.out.line(f"problem: {line}")
 
     async def _read_history(self) -> None:
-        """Report the tool calls completed since the last poll (from the run's history)."""
-        events: list[HistoryEvent] = []
+        """Report what happened since the last poll (from the run's history)."""
+        events = []
         try:
             async for event in self.handle.workflow.fetch_history_events():
                 events.append(event)
@@ -217,76 +244,41 @@ class RunWatcher:
             return
         key = events[0].event_time.ToNanoseconds()  # a new run after continue-as-new: start over
         if key != self._history_key:
-            self._history_key, self._events_seen, self._scheduled, self._model_calls = key, 0, {}, set()
+            self._history_key, self._events_seen = key, 0
+            self._decoder = HistoryDecoder(self.handle.client.data_converter)
         for event in events[self._events_seen :]:
-            await self._on_event(event)
+            item = await self._decoder.decode(event)
+            if item is not None and self.events:
+                self._on_item(item)
         self._events_seen = len(events)
 
-    async def _on_event(self, event: HistoryEvent) -> None:
-        converter = self.handle.client.data_converter
-        if event.HasField("activity_task_scheduled_event_attributes"):
-            attrs = event.activity_task_scheduled_event_attributes
-            if attrs.activity_type.name == INVOKE_TOOL_ACTIVITY:
-                try:
-                    [call] = await converter.decode(attrs.input.payloads, [ToolInvocationInput])
-                except Exception:  # an input this client cannot read: still count the call
-                    call = None
-                self._scheduled[event.event_id] = call
-            elif attrs.activity_type.name == CHAT_COMPLETION_ACTIVITY:
-                self._model_calls.add(event.event_id)
-        elif event.HasField("activity_task_completed_event_attributes"):
-            attrs = event.activity_task_completed_event_attributes
-            if attrs.scheduled_event_id in self._model_calls:
-                self._model_calls.discard(attrs.scheduled_event_id)
-                await self._show_model_reply(attrs.result.payloads)
+    def _on_item(self, item: HistoryItem) -> None:
+        if item.kind == "model_replied":
+            self._model_replies += 1
+            message = item.model_output.message if item.model_output else None
+            if message is None:
+                self.out.line(f"  model call {self._model_replies} answered")
+            elif message.tool_calls:
+                calls = ", ".join(call.tool_name for call in message.tool_calls)
+                self.out.line(f"  model call {self._model_replies} asked for: {calls}")
+            else:
+                self.out.line(f"  model call {self._model_replies} answered: {_preview(message.text or '')}")
+        elif item.kind == "tool_finished":
+            output = item.tool_output
+            outcome = "done" if output is None else f"{'error: ' if output.error else '-> '}{_preview(output.result)}"
+            self.out.line(f"  tool {self._call_text(item.tool_call)} {outcome}")
+        elif item.kind == "tool_failed":
+            self.out.line(f"  tool {self._call_text(item.tool_call)} failed: {_preview(item.message)}")
+        elif item.kind == "decision_sent":
+            # a signal the run refused is in history too: it was sent, not necessarily taken
+            how = "decided" if item.via == "update" else "decision sent by signal"
+            decision = item.decision
+            if decision is None:  # a payload this client cannot read
+                self.out.line(f"  {how}")
                 return
-            if attrs.scheduled_event_id not in self._scheduled:
-                return
-            call = self._scheduled.pop(attrs.scheduled_event_id)
-            try:
-                [output] = await converter.decode(attrs.result.payloads, [ToolInvocationOutput])
-                outcome = f"{'error: ' if output.error else '-> '}{_preview(output.result)}"
-            except Exception:
-                outcome = "done"
-            self.out.line(f"  tool {self._call_text(call)} {outcome}")
-        elif event.HasField("workflow_execution_update_accepted_event_attributes"):
-            update = event.workflow_execution_update_accepted_event_attributes.accepted_request.input
-            if update.name == SUBMIT_TOOL_DECISION_UPDATE:
-                await self._show_decision(update.args.payloads, "decided")
-        elif event.HasField("workflow_execution_signaled_event_attributes"):
-            attrs = event.workflow_execution_signaled_event_attributes
-            if attrs.signal_name == TOOL_DECISION_SIGNAL:
-                # a signal the run refused is in history too: it was sent, not necessarily taken
-                await self._show_decision(attrs.input.payloads, "decision sent by signal")
-        elif event.HasField("activity_task_failed_event_attributes"):
-            attrs = event.activity_task_failed_event_attributes
-            if attrs.scheduled_event_id in self._scheduled:
-                call = self._scheduled.pop(attrs.scheduled_event_id)
-                self.out.line(f"  tool {self._call_text(call)} failed: {_preview(attrs.failure.message)}")
-
-    async def _show_decision(self, payloads: Any, how: str) -> None:
-        try:
-            [decision] = await self.handle.client.data_converter.decode(payloads, [ToolDecision])
-        except Exception:  # a payload this client cannot read
-            self.out.line(f"  {how}")
-            return
-        who = f" by {decision.approver}" if decision.approver else ""
-        feedback = f": {_preview(decision.feedback)}" if decision.feedback else ""
-        self.out.line(f"  {how}: {decision.tool_call_id} {decision.action}{who}{feedback}")
-
-    async def _show_model_reply(self, payloads: Any) -> None:
-        self._model_replies += 1
-        try:
-            [output] = await self.handle.client.data_converter.decode(payloads, [ModelCallOutput])
-        except Exception:
-            self.out.line(f"  model call {self._model_replies} answered")
-            return
-        message = output.message
-        if message.tool_calls:
-            calls = ", ".join(call.tool_name for call in message.tool_calls)
-            self.out.line(f"  model call {self._model_replies} asked for: {calls}")
-        else:
-            self.out.line(f"  model call {self._model_replies} answered: {_preview(message.text or '')}")
+            who = f" by {decision.approver}" if decision.approver else ""
+            feedback = f": {_preview(decision.feedback)}" if decision.feedback else ""
+            self.out.line(f"  {how}: {decision.tool_call_id} {decision.action}{who}{feedback}")
 
     @staticmethod
     def _call_text(call: ToolInvocationInput | None) -> str:
@@ -314,7 +306,12 @@ class RunWatcher:
         return 1
 
 
-async def watch(handle: AgentRunHandle, plain: bool | None = None, interval: float = POLL_SECONDS) -> int:
-    """Follow ``handle``'s run until it ends; returns the process exit code (0: completed)."""
+async def watch(
+    handle: AgentRunHandle, plain: bool | None = None, interval: float = POLL_SECONDS, events: bool = True
+) -> int:
+    """Follow ``handle``'s run until it ends; returns the process exit code (0: completed).
+
+    :param events: As for :class:`RunWatcher`.
+    """
     with make_renderer(plain) as renderer:
-        return await RunWatcher(handle, renderer, interval).run()
+        return await RunWatcher(handle, renderer, interval, events).run()

@@ -24,11 +24,11 @@ import uuid
 from pathlib import Path
 
 from agent import Agent, ChatMessage, tool
+from agent.approvals.decisions import DecisionRefusedError
 from agent.client import connect
 from agent.dev.scripted_model import ScriptedModelServer
 from agent.dev.stack import TemporalDevServer
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy, ToolDecision
-from hooks.human_in_the_loop.client import DecisionRefusedError
 
 STARTED: dict[str, float] = {}
 

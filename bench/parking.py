@@ -25,13 +25,13 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from agent import Agent, ChatMessage, tool
+from agent.approvals.waiting import list_waiting_runs
 from agent.client import AgentRunHandle, connect, get_run
 from agent.dev.processes import ChildProcess, start_worker
 from agent.dev.scripted_model import ScriptedModelServer
 from agent.dev.stack import LOOPBACK, TemporalDevServer, free_port
 from bench.common import bench_stack, start_bench_worker
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
-from hooks.human_in_the_loop.client import list_waiting_runs
 from hooks.human_in_the_loop.wire import WAITING_RUNS_QUERY
 from runtime.telemetry import PROMETHEUS_ENV
 

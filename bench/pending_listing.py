@@ -43,10 +43,10 @@ from temporalio.api.workflowservice.v1 import ListWorkflowExecutionsRequest
 from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
+from agent.approvals.waiting import list_waiting_runs
 from agent.client import connect
 from agent.dev.stack import TemporalDevServer
 from core.wire import WORKFLOW_TYPE
-from hooks.human_in_the_loop.client import list_waiting_runs
 from hooks.human_in_the_loop.dataclasses import PendingSummary
 from hooks.human_in_the_loop.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL, WAITING_RUNS_QUERY
 

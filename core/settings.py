@@ -114,6 +114,13 @@ class Settings(BaseSettings):
         "a number of seconds > 0",
     )
     model: str = _setting("AGENT_MODEL", "gpt-4o-mini", "Model of the demo agent (agent run, agent demo).", _TEXT)
+    # The people's side
+    approver: str | None = _setting(
+        "AGENT_APPROVER",
+        None,
+        "Name recorded as the approver when a CLI decision or agent dev's inbox names none (default: the OS user).",
+        _TEXT,
+    )
     # S3 (boto3 reads the AWS_* variables itself as well)
     aws_endpoint_url_s3: str | None = _setting(
         "AWS_ENDPOINT_URL_S3", None, "S3 endpoint (MinIO, moto); boto3's own variable.", "a URL"

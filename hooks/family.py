@@ -2,10 +2,11 @@
 
 A family is one folder under ``hooks/`` (``budget/``, ``compaction/``, ...). Its ``__init__``
 exports ``FAMILY``, a :class:`HookFamily` naming what the rest of the system must provide for
-its hooks to work: activities for the worker, workflow message handlers, a warm-up for the
-worker process, and CLI commands. ``AgentPlugin`` collects the activities and warm-ups,
-``AgentWorkflow`` has each family register its handlers when a run starts, the ``agent`` CLI adds
-the commands; none of them names a family.
+its hooks to work: activities for the worker, workflow message handlers and a warm-up for the
+worker process. ``AgentPlugin`` collects the activities and warm-ups, ``AgentWorkflow`` has each
+family register its handlers when a run starts; none of them names a family. A family's people
+side (CLI commands, inbox pages, client helpers) lives in the facade, under ``agent/`` (e.g.
+``agent/approvals/``).
 
 Adding a family is its folder plus one entry in :data:`FAMILY_PACKAGES`.
 """
@@ -46,8 +47,6 @@ class HookFamily:
     :param check: ``async (client) -> None``, awaited when a worker starts, before it polls: checks
         the server or store set-up the family relies on (a search attribute, a bucket) and raises
         ``core.checks.ConfigurationError`` saying how to fix it, so nothing fails later, mid-run.
-    :param add_cli_commands: ``(subparsers) -> None``: adds the family's ``agent`` subcommands.
-        Each sets ``handler`` to ``async def handler(args, client) -> int``.
     """
 
     name: str
@@ -55,7 +54,6 @@ class HookFamily:
     register_handlers: Callable[[], None] | None = None
     warm_up: Callable[[], None] | None = None
     check: Callable[[Client], Awaitable[None]] | None = None
-    add_cli_commands: Callable[[Any], None] | None = None
 
 
 def families() -> list[HookFamily]:

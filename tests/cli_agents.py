@@ -7,9 +7,11 @@ They use only tools of the test worker (tests.tools.TEST_TOOLS). The model name 
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 
 from agent import Agent
 from hooks import FunctionHook
+from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
 from tests import tools as t
 
 MODEL_ENV = "CLI_TEST_MODEL"
@@ -39,3 +41,11 @@ NOT_AN_AGENT = 42
 
 def returns_a_string() -> str:
     return "not an agent"
+
+
+def make_approval_agent() -> Agent:
+    """An agent whose ``echo`` calls wait for a person (one hour)."""
+    strategy = DurableConfirmationStrategy(AlwaysAskPolicy(), timeout=timedelta(hours=1))
+    return Agent(
+        model=os.environ[MODEL_ENV], tools=[t.echo], hooks={"before_tool": [ConfirmationHook({"echo": strategy})]}
+    )

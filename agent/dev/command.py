@@ -21,7 +21,7 @@ from agent.dev.processes import DevServerError
 from agent.dev.reloading_worker import ReloadingWorker
 from agent.dev.scripted_model import LABEL, ScriptedModelServer
 from agent.dev.stack import DEFAULT_S3_PORT, DevStack
-from agent.inbox.cli import describe_identity, dev_identity, start_inbox
+from agent.inbox.command import describe_identity, dev_identity, start_inbox
 from agent.inbox.identity import IdentityConfig
 from core.settings import get_settings
 from runtime.telemetry import PROMETHEUS_ENV, prometheus_bind_address

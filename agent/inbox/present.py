@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from hooks.human_in_the_loop.client import WaitingRuns
+from agent.approvals.waiting import WaitingRuns
 
 #: The hook whose strategies decide who confirms what.
 CONFIRMATION_HOOK_TYPE = "hooks.human_in_the_loop.hooks.ConfirmationHook"

@@ -12,7 +12,6 @@ from core.tool_records import CONFIRMATION_KEY, arguments_sha256
 from hooks.family import HookFamily
 from hooks.human_in_the_loop.activities import notify_approval_request
 from hooks.human_in_the_loop.checks import check_waiting_search_attribute
-from hooks.human_in_the_loop.cli import add_approval_commands
 from hooks.human_in_the_loop.dataclasses import (
     ApprovalNotification,
     ConfirmationUIResult,
@@ -29,14 +28,13 @@ from hooks.human_in_the_loop.registry import ConfirmationRegistry, DecisionError
 from hooks.human_in_the_loop.strategies import BlockingConfirmationStrategy, DurableConfirmationStrategy
 from hooks.human_in_the_loop.user_interfaces import RichConsoleUI, SimpleConsoleUI
 
-#: What the rest of the system provides for confirmations: the webhook activity, the Signal,
-#: Update and Query handlers, and the ``pending``/``approve``/``reject``/``modify`` commands.
+#: What the worker provides for confirmations: the webhook activity and the Signal, Update and
+#: Query handlers (the people's side, ``agent pending``/``approve``/..., is ``agent.approvals``).
 FAMILY = HookFamily(
     name="human_in_the_loop",
     activities=[notify_approval_request],
     register_handlers=register_confirmation_handlers,
     check=check_waiting_search_attribute,
-    add_cli_commands=add_approval_commands,
 )
 
 __all__ = [

@@ -204,14 +204,16 @@ async def test_watch_lists_the_calls_waiting_for_approval(client, worker, script
     )
     try:
         seen: list[str] = []
-        while not any(line.startswith("  decide with:") for line in seen):
+        while not any("(or: agent reject / agent modify)" in line for line in seen):
             line = await asyncio.wait_for(process.stdout.readline(), timeout=60)
             assert line, "agent watch ended before it showed the waiting call: " + "".join(seen)
             seen.append(line.decode())
         [call] = await handle.pending_confirmations()
-        assert "waiting for approval (1 call):\n" in seen
-        assert f'  {call.tool_call_id}: echo(text="needs an OK")\n' in seen
-        assert f"  decide with: agent approve {run_id} CALL_ID  (or reject / modify)\n" in seen
+        assert (
+            f"waiting for approval of echo ({call.tool_call_id}): approve with "
+            f"`agent approve {run_id} {call.tool_call_id}`\n"
+        ) in seen
+        assert '  echo(text="needs an OK")  (or: agent reject / agent modify)\n' in seen
         await handle.confirm(call.tool_call_id, approver="ann")
         rest, err = await asyncio.wait_for(process.communicate(), timeout=60)
     finally:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from agent import Agent, ChatMessage, get_run
+from agent.approvals.decisions import DecisionRefusedError, signal_decision
 from hooks.human_in_the_loop import CONFIRMATION_KEY, AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
-from hooks.human_in_the_loop.client import DecisionRefusedError, signal_decision
 from hooks.human_in_the_loop.dataclasses import ToolDecision
 from tests import tools as t
 from tests.compaction_support import assert_pairs_intact

@@ -13,6 +13,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 
 from agent import ChatMessage
+from agent.approvals.decisions import DecisionRefusedError, UnknownRunError, signal_decision
 from core.messages import ChatRole
 from hooks.human_in_the_loop import (
     CONFIRMATION_KEY,
@@ -24,7 +25,6 @@ from hooks.human_in_the_loop import (
     ToolDecision,
     arguments_sha256,
 )
-from hooks.human_in_the_loop.client import DecisionRefusedError, UnknownRunError, signal_decision
 from tests.hitl_helpers import (
     NO_CALLS,
     ask_all,

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 
+from agent.approvals.decisions import DecisionRefusedError, signal_decision
 from agent.cli import build_parser
 from hooks.human_in_the_loop import (
     CONFIRMATION_KEY,
@@ -25,7 +26,6 @@ from hooks.human_in_the_loop import (
     SimpleConsoleUI,
     ToolDecision,
 )
-from hooks.human_in_the_loop.client import DecisionRefusedError, signal_decision
 from tests.hitl_helpers import call, calls, history_events, hitl_agent, signals_processed, start, wait_pending
 from tests.integration.test_cli import agent_cli
 

@@ -11,8 +11,8 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.worker import Replayer
 
+from agent.approvals.decisions import DecisionRefusedError, signal_decision
 from hooks.human_in_the_loop import ToolDecision
-from hooks.human_in_the_loop.client import DecisionRefusedError, signal_decision
 from hooks.human_in_the_loop.registry import MAX_FEEDBACK_CHARS, MAX_NEW_TOOL_PARAMS_BYTES
 from hooks.human_in_the_loop.strategies import MODIFICATION_PREVIEW_CHARS
 from runtime.plugin import AgentPlugin

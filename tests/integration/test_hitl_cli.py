@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import io
 
-from hooks.human_in_the_loop.cli import add_approval_commands
+from agent.approvals.commands import add_commands
 from tests.hitl_helpers import call, calls, hitl_agent, start, wait_pending
 from tests.support.polling import eventually
 
 
 def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="agent")
-    add_approval_commands(parser.add_subparsers(dest="command", required=True))
+    add_commands(parser.add_subparsers(dest="command", required=True))
     return parser.parse_args(argv)
 
 
@@ -93,3 +94,20 @@ async def test_cli_errors_are_clear(client, worker, scripted, model, run_id, cap
     code, _, _ = await run_cli(client, capsys, "approve", run_id, pending.tool_call_id)
     assert code == 0
     assert (await handle.result()).messages[-2].tool_call_result.result == "3"
+
+
+async def test_interactive_modify_takes_the_complete_arguments_as_json(
+    client, worker, scripted, model, run_id, capsys, monkeypatch
+):
+    """The person types the new arguments as one JSON object; a string argument gets the string,
+    not the JSON text (typed field by field, it used to)."""
+    scripted.script(model, [calls(call("echo", text="draft")), {"text": "ok"}])
+    handle = await start(hitl_agent(model), client, worker, run_id)
+    (pending,) = await wait_pending(handle)
+    monkeypatch.setattr("sys.stdin", io.StringIO('m\n"just text"\n{"text": "final"}\n'))
+    code, out, err = await run_cli(client, capsys, "approve", "--interactive", run_id, "--approver", "ann")
+    assert code == 0, out + err
+    assert "the new arguments must be a JSON object of the tool's arguments" in out  # asked again
+    assert f"modify: echo call {pending.tool_call_id} of run {run_id} by ann" in out
+    result = await handle.result()
+    assert result.messages[-2].tool_call_result.result == "final"

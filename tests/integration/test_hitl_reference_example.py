@@ -24,6 +24,8 @@ import re
 import pytest
 
 from agent import Agent, ChatMessage
+from agent.approvals import interactive as approval_interactive
+from agent.approvals.waiting import WaitingRuns, list_waiting_runs
 from agent.cli import build_parser
 from core.tools import tool
 from hooks.human_in_the_loop import (
@@ -36,8 +38,6 @@ from hooks.human_in_the_loop import (
     RichConsoleUI,
     SimpleConsoleUI,
 )
-from hooks.human_in_the_loop import cli as approval_cli
-from hooks.human_in_the_loop.client import WaitingRuns, list_waiting_runs
 from tests import tools as t
 from tests.hitl_helpers import call, calls, wait_pending
 from tests.support.polling import eventually
@@ -132,7 +132,7 @@ async def test_override_example_rich_ui_rejects_through_agent_approve(
 
         return WaitingRuns(await eventually(mine, message=f"{run_id} never listed as waiting"))
 
-    monkeypatch.setattr(approval_cli, "list_waiting_runs", this_run_only)
+    monkeypatch.setattr(approval_interactive, "list_waiting_runs", this_run_only)
     code, out = await approve_interactively(client, capsys, monkeypatch, "n\nkeep the report\n")
     assert code == 0, out
     assert "/tmp/report.txt" in out and "Delete the file at the given path." in out  # rich's panel
@@ -180,9 +180,9 @@ async def test_ask_once_and_a_refused_modification_through_simple_console_ui(
     typed = "".join(
         [
             "y\n",  # c0: confirm (so the identical c1 runs unasked, and c3 is asked next)
-            "m\n/tmp/b\n",  # c2: modify the path
-            'm\n"two"\n\n',  # c3: a = "two" fails the schema: the run refuses, the call is asked again
-            "m\n7\n\n",  # c3: a = 7, b kept
+            'm\n{"path": "/tmp/b"}\n',  # c2: modify: the complete new arguments as JSON
+            'm\n{"a": "two", "b": 2}\n',  # c3: a = "two" fails the schema: the run refuses, asked again
+            'm\n[7]\n{"a": 7, "b": 2}\n',  # c3: not an object: asked again; then a = 7, b kept
         ]
     )
     code, out = await approve_interactively(client, capsys, monkeypatch, typed, run_id)

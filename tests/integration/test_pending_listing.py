@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -20,9 +21,10 @@ from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from agent import connect
+from agent.approvals.commands import add_commands
+from agent.approvals.decisions import ConfirmationError
+from agent.approvals.waiting import iter_waiting_runs, list_waiting_runs
 from core.wire import WORKFLOW_TYPE
-from hooks.human_in_the_loop.cli import add_approval_commands
-from hooks.human_in_the_loop.client import ConfirmationError, iter_waiting_runs, list_waiting_runs
 from hooks.human_in_the_loop.dataclasses import PendingSummary
 from hooks.human_in_the_loop.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL, WAITING_RUNS_QUERY
 from tests.support.namespaces import register_namespace
@@ -140,7 +142,7 @@ async def test_a_namespace_without_the_attribute_gets_a_clear_error(client):
 
 def _parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="agent")
-    add_approval_commands(parser.add_subparsers(dest="command", required=True))
+    add_commands(parser.add_subparsers(dest="command", required=True))
     return parser.parse_args(argv)
 
 
@@ -170,3 +172,29 @@ async def test_pending_json_lists_every_call_and_a_limit_notes_the_cut(listing, 
     listed_runs = {line.split()[0] for line in out.splitlines() if line.startswith("waiting-")}
     assert code == 0 and len(listed_runs) == 4
     assert out.rstrip().endswith("Listed the first 4 waiting runs (--limit 4); more are waiting.")
+
+
+async def test_a_run_without_the_pending_memo_is_not_waiting(listing):
+    """Only the memo says what a run waits for: a run that publishes none is not listed, and not
+    queried either (no worker polls its queue: a query would wait for its deadline)."""
+    ns_client, expected = listing
+    await ns_client.start_workflow(
+        WORKFLOW_TYPE,
+        {"never": "run"},
+        id="no-memo",
+        task_queue="nobody-polls-no-memo",
+        search_attributes=TypedSearchAttributes([SearchAttributePair(WAITING_FOR_APPROVAL, True)]),
+    )
+    try:
+
+        async def counted() -> bool:  # visibility is eventually consistent
+            return (await ns_client.count_workflows(WAITING_RUNS_QUERY)).count == WAITING + 1
+
+        await eventually(counted, timeout=20, message="visibility never listed the run without a memo")
+        for by_attribute in (True, False):
+            began = time.monotonic()
+            listed = await list_waiting_runs(ns_client, use_search_attribute=by_attribute, page_size=PAGE)
+            assert time.monotonic() - began < 5
+            assert {run.run_id for run in listed.runs} == set(expected), by_attribute
+    finally:
+        await ns_client.get_workflow_handle("no-memo").terminate(reason="test over")

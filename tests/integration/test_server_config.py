@@ -10,9 +10,9 @@ import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent import Agent, ChatMessage, connect
+from agent.approvals.waiting import list_waiting_runs
 from core.checks import ConfigurationError
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
-from hooks.human_in_the_loop.client import list_waiting_runs
 from tests import tools as t
 from tests.support.namespaces import register_namespace
 from tests.support.polling import eventually

@@ -19,8 +19,8 @@ from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 from agent import Agent, ChatMessage
+from agent.approvals.decisions import DecisionRefusedError, signal_decision
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy, ToolDecision
-from hooks.human_in_the_loop.client import DecisionRefusedError, signal_decision
 from runtime.plugin import AgentPlugin
 from tests import tools as t
 from tests.hitl_helpers import call, calls, signals_processed, wait_pending

@@ -41,6 +41,18 @@ CONTRACT = {
     "hooks.budget": ["TokenBudgetHook"],
     "hooks.audit": ["AuditHook"],
     "worker": ["create_worker"],
+    # imported from these paths by client programs (README, bench/)
+    "agent.client": ["AgentRunHandle", "connect", "get_run"],
+    "agent.approvals.decisions": [
+        "ConfirmationError",
+        "DecisionRefusedError",
+        "UnknownRunError",
+        "RunNotAnsweringError",
+        "submit_decision",
+        "signal_decision",
+        "query_pending",
+    ],
+    "agent.approvals.waiting": ["WaitingRuns", "iter_waiting_runs", "list_waiting_runs"],
 }
 
 

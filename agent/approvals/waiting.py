@@ -1,8 +1,8 @@
-"""Client side of confirmations: send decisions, read pending requests, find waiting runs.
+"""Runs waiting for a person, across the namespace, from one visibility listing.
 
-``AgentRunHandle.confirm/reject/modify/decide/pending_confirmations`` and the ``agent pending``,
-``approve``, ``reject`` and ``modify`` commands use these; Temporal's errors come back as
-:class:`ConfirmationError` subclasses with a readable message.
+Every run that waits for a person publishes its pending calls in its memo (``pending_confirmations``)
+and sets the Bool search attribute ``AgentWaitingForApproval``; a run without that memo is not
+waiting. ``agent pending``, ``agent approve --interactive`` and the inbox's waiting list use this.
 """
 
 from __future__ import annotations
@@ -13,89 +13,14 @@ from dataclasses import dataclass
 
 from temporalio.api.workflow.v1 import WorkflowExecutionInfo
 from temporalio.api.workflowservice.v1 import ListWorkflowExecutionsRequest, ListWorkflowExecutionsResponse
-from temporalio.client import (
-    Client,
-    WorkflowHandle,
-    WorkflowQueryFailedError,
-    WorkflowUpdateFailedError,
-)
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.client import Client
+from temporalio.service import RPCError
 
+from agent.approvals.decisions import ConfirmationError
 from core.settings import get_settings
 from core.wire import RUNNING_RUNS_QUERY
-from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, PendingSummary, ToolDecision
-from hooks.human_in_the_loop.wire import (
-    PENDING_CONFIRMATIONS_QUERY,
-    PENDING_MEMO_KEY,
-    SUBMIT_TOOL_DECISION_UPDATE,
-    TOOL_DECISION_SIGNAL,
-    WAITING_RUNS_QUERY,
-)
-
-
-class ConfirmationError(RuntimeError):
-    """A decision or a query about confirmations failed; the message says why."""
-
-
-class UnknownRunError(ConfirmationError):
-    """No run with that id (or it is no longer running)."""
-
-
-class DecisionRefusedError(ConfirmationError):
-    """The run refused the decision (unknown or already decided call, bad action or arguments)."""
-
-
-def _cause_message(err: BaseException) -> str:
-    cause = err.cause if isinstance(err, WorkflowUpdateFailedError) else err.__cause__
-    while cause is not None and getattr(cause, "cause", None) is not None:
-        cause = cause.cause
-    return str(getattr(cause, "message", None) or cause or err)
-
-
-def _rpc_error(err: RPCError, run_id: str) -> ConfirmationError:
-    if err.status == RPCStatusCode.NOT_FOUND:
-        return UnknownRunError(f"No run '{run_id}' is waiting: {err.message}")
-    return ConfirmationError(f"Run '{run_id}': {err.message}")
-
-
-async def submit_decision(handle: WorkflowHandle, decision: ToolDecision) -> DecisionRecord:
-    """Send ``decision`` by the ``submit_tool_decision`` Update; returns once the run accepted it.
-
-    :raises DecisionRefusedError: When the run's validator (or handler) refused it.
-    :raises UnknownRunError: When there is no such run, or it has finished.
-    :raises ConfirmationError: For any other Temporal error.
-    """
-    try:
-        return await handle.execute_update(SUBMIT_TOOL_DECISION_UPDATE, decision, result_type=DecisionRecord)
-    except WorkflowUpdateFailedError as err:
-        raise DecisionRefusedError(f"Run '{handle.id}' refused the decision: {_cause_message(err)}") from err
-    except RPCError as err:
-        raise _rpc_error(err, handle.id) from err
-
-
-async def signal_decision(handle: WorkflowHandle, decision: ToolDecision) -> None:
-    """Send ``decision`` by the fire-and-forget ``tool_decision`` Signal (a bad one is ignored by the run).
-
-    :raises UnknownRunError: When there is no such run, or it has finished.
-    """
-    try:
-        await handle.signal(TOOL_DECISION_SIGNAL, decision)
-    except RPCError as err:
-        raise _rpc_error(err, handle.id) from err
-
-
-async def query_pending(handle: WorkflowHandle) -> list[PendingConfirmation]:
-    """The ``pending_confirmations`` query.
-
-    :raises UnknownRunError: When there is no such run.
-    :raises ConfirmationError: When the query fails.
-    """
-    try:
-        return await handle.query(PENDING_CONFIRMATIONS_QUERY, result_type=list[PendingConfirmation])
-    except WorkflowQueryFailedError as err:
-        raise ConfirmationError(f"Run '{handle.id}': the pending_confirmations query failed: {err}") from err
-    except RPCError as err:
-        raise _rpc_error(err, handle.id) from err
+from hooks.human_in_the_loop.dataclasses import PendingSummary
+from hooks.human_in_the_loop.wire import PENDING_MEMO_KEY, WAITING_RUNS_QUERY
 
 
 @dataclass
@@ -118,9 +43,6 @@ class WaitingRuns:
     truncated: bool = False
 
 
-#: Runs without the pending memo (started before it existed) queried at once while a page is decoded.
-OLD_RUN_QUERIES_AT_ONCE = 16
-
 #: The most runs the server returns in one visibility page (the frontend's
 #: ``visibilityMaxPageSize`` default); larger pages were measured no faster on the dev server.
 MAX_PAGE_SIZE = 1000
@@ -139,8 +61,8 @@ async def iter_waiting_runs(
     pages arrive (one listing, paged by ``page_size``; the next page is fetched while this one
     is decoded).
 
-    Each run publishes its pending calls in its memo, so no run is queried one by one; only runs
-    started before that memo existed are asked with the ``pending_confirmations`` query. Visibility
+    Each run publishes its pending calls in its memo, so no run is queried (no worker is needed);
+    a run without the memo waits for no one. Visibility
     is eventually consistent: a run that started waiting a moment ago may not be listed yet, and a
     run decided during the listing may still be listed.
 
@@ -211,30 +133,12 @@ async def list_waiting_runs(
 
 
 async def _decode_page(client: Client, executions: Sequence[WorkflowExecutionInfo]) -> list[WaitingRun]:
-    """Each execution's pending calls: one data-converter call for the page's memos (codecs and
-    external storage apply as for any payload), a query for runs older than the memo."""
+    """Each execution's pending calls from its memo: one data-converter call for the page (codecs
+    and external storage apply as for any payload)."""
     with_memo = [e for e in executions if PENDING_MEMO_KEY in e.memo.fields]
     decoded = await client.data_converter.decode(
         [e.memo.fields[PENDING_MEMO_KEY] for e in with_memo], [list[PendingSummary]] * len(with_memo)
     )
-    by_run = {id(e): summaries or [] for e, summaries in zip(with_memo, decoded, strict=True)}
-    without_memo = [e for e in executions if id(e) not in by_run]
-    if without_memo:
-        # asked at once (bounded): a run whose worker is down answers only when the query times out
-        semaphore = asyncio.Semaphore(OLD_RUN_QUERIES_AT_ONCE)
-
-        async def ask(execution: WorkflowExecutionInfo) -> list[PendingSummary]:
-            async with semaphore:
-                return await _query_old_run(client, execution.execution.workflow_id, execution.execution.run_id)
-
-        answers = await asyncio.gather(*(ask(e) for e in without_memo))
-        by_run.update({id(e): pending for e, pending in zip(without_memo, answers, strict=True)})
-    return [WaitingRun(e.execution.workflow_id, by_run[id(e)]) for e in executions]
-
-
-async def _query_old_run(client: Client, workflow_id: str, run_id: str) -> list[PendingSummary]:
-    try:  # a run from before the memo: ask it
-        pending = await query_pending(client.get_workflow_handle(workflow_id, run_id=run_id))
-    except ConfirmationError:
-        return []
-    return [PendingSummary.of(request) for request in pending]
+    return [
+        WaitingRun(e.execution.workflow_id, summaries or []) for e, summaries in zip(with_memo, decoded, strict=True)
+    ]

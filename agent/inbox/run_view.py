@@ -1,4 +1,5 @@
-"""What the inbox reads about a run, from Temporal alone: its history, ``describe()`` and queries.
+"""What the inbox shows of a run, from Temporal alone: its ``describe()`` and its history, as
+:mod:`agent.run_history` decodes it.
 
 The call page needs the conversation that led to a call and the tool's JSON schema; the run page
 needs a timeline. Both come from the run's history, read through the client (no workflow query is
@@ -16,24 +17,20 @@ added, so replay is unaffected):
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
-from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.model import ModelCallInput, ModelCallOutput
-from activities.tool_invocation import ToolInvocationInput, ToolInvocationOutput
+from activities.model import ModelCallInput
+from agent.run_history import HistoryItem, read_history
 from core.messages import ChatMessage
-from core.payloads import AgentRunInput
 from core.tool_records import OFFLOADED_META_KEY
 from core.tools import ToolSpec
-from core.wire import CHAT_COMPLETION_ACTIVITY, INVOKE_TOOL_ACTIVITY
-from hooks.human_in_the_loop.dataclasses import DecisionRecord, ToolDecision
+from hooks.human_in_the_loop.dataclasses import DecisionRecord
 from hooks.human_in_the_loop.hooks import CONFIRMATION_KEY
-from hooks.human_in_the_loop.wire import SUBMIT_TOOL_DECISION_UPDATE, TOOL_DECISION_SIGNAL
 
 #: Characters of a tool result or message shown in a timeline line.
 PREVIEW_CHARS = 160
@@ -123,12 +120,6 @@ def shown(message: ChatMessage) -> ShownMessage:
     )
 
 
-def _time(event: HistoryEvent) -> datetime | None:
-    if not event.HasField("event_time"):
-        return None
-    return event.event_time.ToDatetime(tzinfo=UTC)
-
-
 def _record_decisions(messages: list[ChatMessage], into: dict[str, DecisionRecord]) -> None:
     """Decision records kept in the conversation (confirmed calls' ``extra``, rejections' ``meta``),
     which also covers decisions made by a timeout (no Update or Signal in history)."""
@@ -160,106 +151,66 @@ class HistoryReader:
         handle = self.client.get_workflow_handle(run_id)
         description = await handle.describe()
         out = RunRead(run_id=run_id, status=description.status.name if description.status else "UNKNOWN")
-        events = [event async for event in handle.fetch_history_events()]
-        await _HistoryReader(self.client, out).run(events)
+        fold = _Fold(out)
+        async for item in read_history(handle, self.client.data_converter):
+            fold.on_item(item)
+        _record_decisions(out.conversation, out.decisions)
         return out
 
 
-class _HistoryReader:
-    """Reads a run's history events into its :class:`RunRead`, in one pass, keeping what the pages need."""
+class _Fold:
+    """One pass over the decoded history; keeps what the pages need."""
 
-    def __init__(self, client: Client, out: RunRead) -> None:
-        self.converter = client.data_converter
+    def __init__(self, out: RunRead) -> None:
         self.out = out
         self.by_head: dict[str, list[ChatMessage]] = {}
-        self.model_sent: dict[int, tuple[list[ChatMessage], int | None]] = {}
-        self.tool_calls: dict[int, ToolInvocationInput | None] = {}
-        self.updates: dict[str, ToolDecision] = {}
         self.step = 0
         self.first_step = 0
         self.agent_calls = 0
         self.model_calls = 0
 
-    async def _decode(self, payloads: Any, kind: type) -> Any:
-        try:
-            [value] = await self.converter.decode(payloads, [kind])
-        except Exception:  # a payload this client cannot read: the line still shows
-            return None
-        return value
+    def add(self, item: HistoryItem, kind: str, text: str, **extra: Any) -> None:
+        self.out.timeline.append(TimelineEntry(at=item.at, kind=kind, step=self.step, text=text, **extra))
 
-    def add(self, event: HistoryEvent, kind: str, text: str, **extra: Any) -> None:
-        self.out.timeline.append(TimelineEntry(at=_time(event), kind=kind, step=self.step, text=text, **extra))
+    def on_item(self, item: HistoryItem) -> None:  # noqa: C901 - one branch per item kind
+        agent_call = item.model_input is not None and item.model_input.purpose == "agent"
+        if item.kind == "run_started":
+            self._started(item)
+        elif item.kind == "model_called" and agent_call:
+            # One agent model call per step: the step is the calls made before this one.
+            self.step = self.first_step + self.agent_calls
+            self.agent_calls += 1
+        elif item.kind == "model_replied" and agent_call:
+            self._model_reply(item)
+        elif item.kind == "model_failed" and agent_call:
+            self.add(item, "model", f"model call failed: {preview(item.message)}")
+        elif item.kind == "tool_started" and item.tool_call is not None:
+            call = item.tool_call
+            self.step = call.step
+            self.add(item, "tool", f"tool {call_text(call.tool_call.tool_name, call.tool_call.arguments)} started")
+        elif item.kind == "tool_finished":
+            output = item.tool_output
+            outcome = "done" if output is None else ("error: " if output.error else "-> ") + preview(output.result)
+            self.add(item, "tool", f"tool {self._tool_name(item)} {outcome}")
+        elif item.kind == "tool_failed":
+            self.add(item, "tool", f"tool {self._tool_name(item)} failed: {preview(item.message)}")
+        elif item.kind == "decision_recorded" and item.record is not None:
+            self._decision(item, item.record)
+        elif item.kind == "decision_sent" and item.via == "signal" and item.decision is not None:
+            decision = item.decision
+            who = decision.approver or "no approver"
+            self.add(item, "signal", f"signal: {decision.action} {decision.tool_call_id} by {who}")
+        elif item.kind == "run_ended":
+            self.add(item, "end", f"run {item.ending}" + (f": {preview(item.message)}" if item.message else ""))
 
-    async def run(self, events: list[HistoryEvent]) -> None:
-        for event in events:
-            await self.on_event(event)
-        _record_decisions(self.out.conversation, self.out.decisions)
+    @staticmethod
+    def _tool_name(item: HistoryItem) -> str:
+        return item.tool_call.tool_call.tool_name if item.tool_call else "call"
 
-    async def on_event(self, event: HistoryEvent) -> None:  # noqa: C901 - one branch per event kind
-        if event.HasField("workflow_execution_started_event_attributes"):
-            await self._started(event)
-        elif event.HasField("activity_task_scheduled_event_attributes"):
-            attrs = event.activity_task_scheduled_event_attributes
-            if attrs.activity_type.name == CHAT_COMPLETION_ACTIVITY:
-                request = await self._decode(attrs.input.payloads, ModelCallInput)
-                if request is not None and request.purpose == "agent":
-                    # One agent model call per step: the step is the calls made before this one.
-                    self.step = self.first_step + self.agent_calls
-                    self.agent_calls += 1
-                    self.model_sent[event.event_id] = (self._sent(request), None)
-            elif attrs.activity_type.name == INVOKE_TOOL_ACTIVITY:
-                call = await self._decode(attrs.input.payloads, ToolInvocationInput)
-                self.tool_calls[event.event_id] = call
-                if call is not None:
-                    self.step = call.step
-                    self.add(
-                        event, "tool", f"tool {call_text(call.tool_call.tool_name, call.tool_call.arguments)} started"
-                    )
-        elif event.HasField("activity_task_completed_event_attributes"):
-            attrs = event.activity_task_completed_event_attributes
-            if attrs.scheduled_event_id in self.model_sent:
-                await self._model_reply(event, attrs.scheduled_event_id, attrs.result.payloads)
-            elif attrs.scheduled_event_id in self.tool_calls:
-                call = self.tool_calls.pop(attrs.scheduled_event_id)
-                output = await self._decode(attrs.result.payloads, ToolInvocationOutput)
-                name = call.tool_call.tool_name if call else "call"
-                outcome = "done" if output is None else ("error: " if output.error else "-> ") + preview(output.result)
-                self.add(event, "tool", f"tool {name} {outcome}")
-        elif event.HasField("activity_task_failed_event_attributes"):
-            attrs = event.activity_task_failed_event_attributes
-            if attrs.scheduled_event_id in self.tool_calls:
-                call = self.tool_calls.pop(attrs.scheduled_event_id)
-                name = call.tool_call.tool_name if call else "call"
-                self.add(event, "tool", f"tool {name} failed: {preview(attrs.failure.message)}")
-            elif self.model_sent.pop(attrs.scheduled_event_id, None) is not None:
-                self.add(event, "model", f"model call failed: {preview(attrs.failure.message)}")
-        elif event.HasField("workflow_execution_update_accepted_event_attributes"):
-            attrs = event.workflow_execution_update_accepted_event_attributes
-            if attrs.accepted_request.input.name == SUBMIT_TOOL_DECISION_UPDATE:
-                decision = await self._decode(attrs.accepted_request.input.args.payloads, ToolDecision)
-                if decision is not None:
-                    self.updates[attrs.protocol_instance_id] = decision
-        elif event.HasField("workflow_execution_update_completed_event_attributes"):
-            attrs = event.workflow_execution_update_completed_event_attributes
-            if attrs.outcome.HasField("success"):
-                record = await self._decode(attrs.outcome.success.payloads, DecisionRecord)
-                if isinstance(record, DecisionRecord):
-                    self._decision(event, record)
-        elif event.HasField("workflow_execution_signaled_event_attributes"):
-            attrs = event.workflow_execution_signaled_event_attributes
-            if attrs.signal_name == TOOL_DECISION_SIGNAL:
-                decision = await self._decode(attrs.input.payloads, ToolDecision)
-                if decision is not None:
-                    who = decision.approver or "no approver"
-                    self.add(event, "signal", f"signal: {decision.action} {decision.tool_call_id} by {who}")
-        else:
-            self._end(event)
-
-    async def _started(self, event: HistoryEvent) -> None:
-        attrs = event.workflow_execution_started_event_attributes
-        run_input = await self._decode(attrs.input.payloads, AgentRunInput)
+    def _started(self, item: HistoryItem) -> None:
+        run_input = item.run_input
         if run_input is None:
-            self.add(event, "start", "run started (its input could not be read)")
+            self.add(item, "start", "run started (its input could not be read)")
             return
         self.out.agent = run_input.agent
         for raw in run_input.agent.get("tools", []):
@@ -269,11 +220,11 @@ class _HistoryReader:
             messages = run_input.snapshot.state.get("messages") or []
             self.out.conversation = [ChatMessage.model_validate(m) for m in messages]
             self.step = self.first_step = int(run_input.snapshot.state.get("step_count") or 0)
-            self.add(event, "start", f"run continued as new (continuation {run_input.snapshot.continuations})")
+            self.add(item, "start", f"run continued as new (continuation {run_input.snapshot.continuations})")
         else:
             self.out.conversation = list(run_input.messages)
             first = next((m.text for m in run_input.messages if m.role.value == "user" and m.text), "")
-            self.add(event, "start", f"run started: {preview(first)}")
+            self.add(item, "start", f"run started: {preview(first)}")
 
     def _sent(self, request: ModelCallInput) -> list[ChatMessage]:
         if request.conversation_head is None:
@@ -284,12 +235,13 @@ class _HistoryReader:
             base = []
         return [*base, *request.messages]
 
-    async def _model_reply(self, event: HistoryEvent, scheduled: int, payloads: Any) -> None:
-        sent, _ = self.model_sent.pop(scheduled)
-        output = await self._decode(payloads, ModelCallOutput)
+    def _model_reply(self, item: HistoryItem) -> None:
+        assert item.model_input is not None
+        sent = self._sent(item.model_input)
+        output = item.model_output
         self.model_calls += 1
         if output is None:
-            self.add(event, "model", f"model call {self.model_calls} answered")
+            self.add(item, "model", f"model call {self.model_calls} answered")
             return
         conversation = [*sent, output.message]
         if output.conversation_head:
@@ -299,30 +251,15 @@ class _HistoryReader:
         message = output.message
         if message.tool_calls:
             asked = ", ".join(c.tool_name for c in message.tool_calls)
-            self.add(event, "model", f"model call {self.model_calls} asked for: {asked}")
+            self.add(item, "model", f"model call {self.model_calls} asked for: {asked}")
         else:
-            self.add(event, "model", f"model call {self.model_calls} answered: {preview(message.text)}")
+            self.add(item, "model", f"model call {self.model_calls} answered: {preview(message.text)}")
 
-    def _decision(self, event: HistoryEvent, record: DecisionRecord) -> None:
+    def _decision(self, item: HistoryItem, record: DecisionRecord) -> None:
         self.out.decisions[record.tool_call_id] = record
         who = record.approver or "nobody (timeout)"
         text = f"{record.action} of {record.tool_name} call {record.tool_call_id} by {who} via {record.via}"
-        self.add(event, "decision", text, record=record)
-
-    def _end(self, event: HistoryEvent) -> None:
-        if event.HasField("workflow_execution_completed_event_attributes"):
-            self.add(event, "end", "run completed")
-        elif event.HasField("workflow_execution_failed_event_attributes"):
-            message = event.workflow_execution_failed_event_attributes.failure.message
-            self.add(event, "end", f"run failed: {preview(message)}")
-        elif event.HasField("workflow_execution_continued_as_new_event_attributes"):
-            self.add(event, "end", "run continued as new")
-        elif event.HasField("workflow_execution_terminated_event_attributes"):
-            self.add(event, "end", "run terminated")
-        elif event.HasField("workflow_execution_canceled_event_attributes"):
-            self.add(event, "end", "run canceled")
-        elif event.HasField("workflow_execution_timed_out_event_attributes"):
-            self.add(event, "end", "run timed out")
+        self.add(item, "decision", text, record=record)
 
 
 def is_not_found(err: BaseException) -> bool:

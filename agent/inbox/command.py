@@ -1,20 +1,20 @@
-"""``agent inbox`` (and the inbox that ``agent dev`` starts): options, startup lines, Ctrl-C."""
+"""The ``agent inbox`` command (and the inbox that ``agent dev`` starts): options, startup lines, Ctrl-C."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
 import signal
 
 from temporalio.client import Client
 
+from agent.approvals.decisions import default_approver
 from agent.inbox.app import create_app
 from agent.inbox.identity import IdentityConfig, IdentityConfigError, load_tokens
 from agent.inbox.server import DEFAULT_PORT, InboxServer
 
 
-def add_inbox_command(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``agent inbox`` on the CLI's subcommands."""
     inbox = sub.add_parser(
         "inbox",
@@ -22,6 +22,8 @@ def add_inbox_command(sub: argparse._SubParsersAction) -> None:
         description="Serve the web approvals inbox for the namespace of TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE. "
         "Approvers are identified by a trusted header from your reverse proxy (--identity-header) or a token "
         "table (--tokens); with neither, the inbox is read-only.",
+        epilog="examples:\n  agent inbox --identity-header X-Forwarded-User\n  agent inbox --tokens tokens.txt --port 8765",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     inbox.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     inbox.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)")
@@ -107,8 +109,6 @@ async def cmd_inbox(args: argparse.Namespace, client: Client) -> int:
 
 
 def dev_identity() -> str:
-    """The name ``agent dev``'s inbox decides as: the login name, else ``dev``."""
-    try:
-        return getpass.getuser() or "dev"
-    except Exception:  # no login name (getpass raises OSError or KeyError, by version)
-        return "dev"
+    """The name ``agent dev``'s inbox decides as: the CLI's default approver
+    (``AGENT_APPROVER``, else the OS user name), else ``dev``."""
+    return default_approver() or "dev"
