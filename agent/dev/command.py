@@ -170,6 +170,9 @@ def add_dev_command(subparsers: argparse._SubParsersAction) -> None:
         "the tools of every --agent on --task-queue (the demo's two tools without --agent) and restarts when a "
         "*.py file under the current directory changes. DATA_DIR/env.sh has what another shell needs "
         "(source it). One agent dev runs per data directory.",
+        epilog="examples:\n  agent dev\n  agent dev --agent examples.quickstart:agent\n"
+        "  agent dev --agent myapp.agents:support --agent myapp.agents:billing --data-dir /tmp/dev2 --port 7240",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     dev.add_argument(
         "--agent",
@@ -212,6 +215,7 @@ def add_dev_command(subparsers: argparse._SubParsersAction) -> None:
     dev.add_argument(
         "--inbox-identity",
         default=dev_identity(),
-        help="the name the dev inbox decides as (--insecure-dev-identity; default: $USER)",
+        help="the name the dev inbox decides as (--insecure-dev-identity; default: the CLI's default approver, "
+        f"$AGENT_APPROVER else your OS user name: {dev_identity()!r})",
     )
     dev.set_defaults(handler=cmd_dev, needs_client=False)
