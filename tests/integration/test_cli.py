@@ -314,8 +314,10 @@ async def test_wait_for_pending_returns_the_calls_or_says_why_not(client, worker
 
 # -- one way to name things --------------------------------------------------------------------
 
-#: Every subcommand but ``dev`` (its parser moves to agent/dev/), and whether it takes a RUN.
+#: Every subcommand, and whether it takes a RUN.
 SUBCOMMANDS = {
+    "dev": False,
+    "config": False,
     "run": False,
     "status": True,
     "runs": False,
