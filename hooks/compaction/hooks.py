@@ -14,7 +14,6 @@ from hooks.compaction.protocol import Compactor
 from hooks.compaction.token_counters import ApproximateTokenCounter, TokenCounter, Tools
 from hooks.compaction.utils import last_assistant_index
 from hooks.context import run_logger
-from hooks.protocol import ClosesAsync
 
 
 def estimate_context_tokens(
@@ -68,9 +67,10 @@ class CompactionHook:
     duck-typed compactor without it; ``run`` uses ``compactor.compact``.
 
     Lifecycle, exactly as in Haystack: ``warm_up``/``close`` reach the token counter and the
-    compactor (whichever has the method). ``warm_up_async`` calls the counter's ``warm_up`` and the
-    compactor's ``warm_up_async`` (else its ``warm_up``); ``close_async`` calls only the parts'
-    ``close_async``. The run loop, being async, calls the two async variants.
+    compactor (whichever has the method). ``warm_up_async`` calls the counter's ``warm_up`` (never
+    its ``warm_up_async``) and the compactor's ``warm_up_async``, else its ``warm_up``;
+    ``close_async`` calls each part's ``close_async``, else its ``close``. The run loop, being
+    async, calls the two async variants.
 
     :param compactor: How to compact: ``SlidingWindowCompactor``, ``ToolResultPruningCompactor``,
         ``SummarizationCompactor`` or any :class:`Compactor`.
@@ -144,11 +144,9 @@ class CompactionHook:
             lifecycle.close(part)
 
     async def close_async(self) -> None:
-        """As Haystack's: the token counter's and the compactor's ``close_async``, each only when it
-        has one (a part with only ``close`` is closed by :meth:`close`, not here)."""
+        """Release the token counter's and the compactor's resources, through their async variants where present."""
         for part in (self.token_counter, self.compactor):
-            if isinstance(part, ClosesAsync):
-                await part.close_async()
+            await lifecycle.close_async(part)
 
     def target_tokens(
         self, messages: Sequence[ChatMessage], context_tokens: int, tools: Tools | None = None

@@ -138,8 +138,9 @@ class ConfirmationHook:
         :param state: As :meth:`run_async`.
         :raises RuntimeError: Inside a workflow, where nothing may block on a person: the run loop
             awaits :meth:`run_async`, which waits durably.
-        :raises TypeError: For a strategy that has no sync ``run`` (``DurableConfirmationStrategy``
+        :raises AttributeError: For a strategy that has no sync ``run`` (``DurableConfirmationStrategy``
             only waits inside a run), when a call needs it.
+        :raises ValueError: For two calls with one id, or two id-less calls of one tool.
         """
         if workflow.in_workflow():
             raise RuntimeError(
@@ -160,7 +161,8 @@ class ConfirmationHook:
             strategy, inputs = asked
             run = getattr(strategy, "run", None)
             if not callable(run):
-                raise TypeError(
+                # AttributeError, as Haystack's hook raises calling a strategy's missing run().
+                raise AttributeError(
                     f"{strategy!r} has no sync run(), so it cannot ask in a local run; use "
                     "BlockingConfirmationStrategy there, or run the agent with Agent.start (durable)."
                 )
@@ -172,6 +174,8 @@ class ConfirmationHook:
 
         :param state: The run's State: reads ``messages`` (pending calls on the last message),
             ``tools``, ``step_count`` and ``hook_context``; writes ``messages``.
+        :raises ValueError: For two calls with one id, or two id-less calls of one tool, before
+            anyone is asked.
         """
         pending = self._pending(state)
         if pending is None:

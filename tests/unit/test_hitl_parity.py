@@ -532,7 +532,7 @@ def test_sync_paths_refuse_to_run_inside_a_workflow(monkeypatch):
 def test_local_run_with_a_durable_only_strategy_is_a_clear_error():
     state = our_state()
     state.set("messages", [our_reply([("c0", "add", {"a": 1, "b": 1})])])
-    with pytest.raises(TypeError, match="no sync run"):
+    with pytest.raises(AttributeError, match="no sync run"):
         ConfirmationHook({"*": DurableConfirmationStrategy(AlwaysAskPolicy())}).run(state)
     with pytest.raises(RuntimeError, match="inside an AgentWorkflow run"):
         asyncio.run(ConfirmationHook({"*": DurableConfirmationStrategy(AlwaysAskPolicy())}).run_async(state))
