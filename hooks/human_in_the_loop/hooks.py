@@ -55,9 +55,9 @@ class ConfirmationHook:
     Call ids, as in Haystack: the conversation keeps each call's id as the model gave it, None
     included. Two calls with the same id, or two id-less calls of one tool, are a ``ValueError``
     (Haystack's message), raised before anyone is asked. A person's decision must name the call it
-    decides, so an id-less call is asked, and its strategy called, under ``hitl-s{step}-c{index}``
-    (``index`` is its position in the message); that id is in the pending request and the
-    decision's record, never in the messages.
+    decides, so in ``run_async`` an id-less call is asked, and its strategy called, under
+    ``hitl-s{step}-c{index}`` (``index`` is its position in the message); that id is in the pending
+    request and the decision's record, never in the messages. ``run`` passes the model's id (None).
 
     Who may decide: each ``DurableConfirmationStrategy`` may name ``approvers``; ``approvers`` here
     gives a tool its own list, which **replaces** (does not add to) its strategy's list for that

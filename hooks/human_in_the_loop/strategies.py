@@ -93,15 +93,12 @@ def modification_feedback(
 
 
 def check_template(name: str, template: Any, placeholders: tuple[str, ...]) -> None:
-    """Check that ``template`` can be filled with ``placeholders`` alone.
-
-    As in Haystack, a template should name its placeholders but need not (``"Rejected."`` is fine).
-    One that names another field (``"{tool}"``), a positional one (``"{}"``) or is malformed
-    (``"{tool_name"``) could never be filled; Haystack fails on it at the first decision, which in
-    a durable run would end the run days later, so it is refused here, when the strategy is built.
+    """Check that ``template`` can be filled with ``placeholders`` alone. As in Haystack it need not
+    name them (``"Rejected."`` is fine); one naming another field (``"{tool}"``, ``"{}"``) or
+    malformed could never be filled: Haystack fails at the first decision, which in a durable run
+    may be days later, so it is refused when the strategy is built.
 
     :param name: The parameter's name, for the message.
-    :param template: The template.
     :param placeholders: The fields ``template.format`` is given.
     :raises ValueError: If ``template`` is not a string or cannot be filled with ``placeholders``.
     """
