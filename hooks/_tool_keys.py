@@ -18,18 +18,19 @@ V = TypeVar("V")
 
 
 def validate_tool_keys(mapping: Mapping[ToolKey, object], what: str) -> None:
-    """Check every key is a tool name, a non-empty tuple of names (without ``"*"``) or ``"*"``.
+    """Check every key is a tool name, a non-empty tuple of names, or ``"*"``.
+
+    A ``"*"`` inside a tuple is accepted, as in Haystack, and means nothing there: the tuple covers
+    the tools it names, and only the key ``"*"`` itself is the wildcard. Keys must serialise (tuple
+    keys as JSON-array strings) because every hook travels to the worker by ``to_dict``, so a key
+    that is not a non-empty string or tuple of them is refused.
 
     :param what: The mapping's name, for the error message.
     :raises ValueError: For a malformed key.
     """
     for key in mapping:
         names = key if isinstance(key, tuple) else (key,)
-        if (
-            not names
-            or not all(isinstance(n, str) and n for n in names)
-            or (isinstance(key, tuple) and WILDCARD in key)
-        ):
+        if not names or not all(isinstance(n, str) and n for n in names):
             raise ValueError(f"{what} keys must be a tool name, a tuple of tool names, or '*', got {key!r}.")
 
 

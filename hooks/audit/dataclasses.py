@@ -18,7 +18,7 @@ class AuditRecord(BaseModel):
     :param step: The step (``step_count`` when the call was made; the first step is 0).
     :param tool_name: The tool called.
     :param tool_call_id: The call's id: the model's, or the one a ``before_tool`` hook gave it
-        (``ConfirmationHook`` names id-less calls ``hitl-s{step}-c{index}``); ``s{step}-c{index}``
+        (``ConfirmationHook`` keeps id-less calls id-less, as Haystack does); ``s{step}-c{index}``
         for a call that has none (``index`` is its position in the model's reply).
     :param arguments_sha256: ``hooks.human_in_the_loop.arguments_sha256`` of the arguments the
         call ran with (the new ones after a ``"modify"``), or was rejected with.

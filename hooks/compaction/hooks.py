@@ -66,10 +66,11 @@ class CompactionHook:
     compactor can await its model activity, and falls back to ``compactor.compact`` for a
     duck-typed compactor without it; ``run`` uses ``compactor.compact``.
 
-    Lifecycle, as in Haystack: ``warm_up``/``close`` reach the token counter and the compactor
-    (whichever has the method); ``warm_up_async``/``close_async`` call each part's async variant
-    when it has one, else its sync one. So a run loop calls the hook's async variant when present,
-    else the sync one, and either way every part is warmed up and closed once.
+    Lifecycle, exactly as in Haystack: ``warm_up``/``close`` reach the token counter and the
+    compactor (whichever has the method). ``warm_up_async`` calls the counter's ``warm_up`` (never
+    its ``warm_up_async``) and the compactor's ``warm_up_async``, else its ``warm_up``;
+    ``close_async`` calls each part's ``close_async``, else its ``close``. The run loop, being
+    async, calls the two async variants.
 
     :param compactor: How to compact: ``SlidingWindowCompactor``, ``ToolResultPruningCompactor``,
         ``SummarizationCompactor`` or any :class:`Compactor`.
@@ -132,9 +133,10 @@ class CompactionHook:
             lifecycle.warm_up(part)
 
     async def warm_up_async(self) -> None:
-        """Warm up the token counter and the compactor, through their async variants where they have them."""
-        for part in (self.token_counter, self.compactor):
-            await lifecycle.warm_up_async(part)
+        """As Haystack's: the token counter's ``warm_up`` (a counter's ``warm_up_async`` is never
+        called), then the compactor's ``warm_up_async``, else its ``warm_up``."""
+        lifecycle.warm_up(self.token_counter)
+        await lifecycle.warm_up_async(self.compactor)
 
     def close(self) -> None:
         """Release the token counter's and the compactor's resources (once, when the workflow run ends)."""

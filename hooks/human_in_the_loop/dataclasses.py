@@ -86,12 +86,14 @@ class ToolExecutionDecision(_PositionalModel):
     record: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict (as Haystack)."""
-        return self.model_dump()
+        """Haystack's dict: exactly its five fields, so Haystack's ``ToolExecutionDecision.from_dict``
+        reads it. ``record`` is left out (it is kept in the conversation, on the call's
+        ``extra["confirmation"]``); ``model_dump()`` gives every field."""
+        return self.model_dump(exclude={"record"})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolExecutionDecision:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict` (also reads Haystack's dict, and ``model_dump()``'s)."""
         return cls.model_validate(data)
 
 

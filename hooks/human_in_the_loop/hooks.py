@@ -43,8 +43,7 @@ class ConfirmationHook:
     In a run (``run_async``, which the run loop awaits) the calls of one step are decided
     independently and wait concurrently, except that a policy which learns from answers
     (``AskOncePolicy``) sees the calls of one tool in call order, as in Haystack (see
-    :mod:`hooks.human_in_the_loop.strategies`); each decision is bound to one ``tool_call_id``
-    (id-less or duplicate ids get deterministic ones first). ``run`` is the local, non-durable
+    :mod:`hooks.human_in_the_loop.strategies`). ``run`` is the local, non-durable
     path: it asks through each strategy's sync ``run``, one call after another, as Haystack does.
     The messages are then rewritten as in Haystack: the last (assistant) message is replaced by, in
     order, an assistant/tool message pair per rejected call (the tool message has ``error=True``
@@ -52,6 +51,13 @@ class ConfirmationHook:
     assistant message with the confirmed and modified calls (modified ones carrying the new
     arguments), which is last, so the run loop runs exactly those. When every call is rejected,
     the last message is a tool message and nothing runs.
+
+    Call ids, as in Haystack: the conversation keeps each call's id as the model gave it, None
+    included. Two calls with the same id, or two id-less calls of one tool, are a ``ValueError``
+    (Haystack's message), raised before anyone is asked. A person's decision must name the call it
+    decides, so in ``run_async`` an id-less call is asked, and its strategy called, under
+    ``hitl-s{step}-c{index}`` (``index`` is its position in the message); that id is in the pending
+    request and the decision's record, never in the messages. ``run`` passes the model's id (None).
 
     Who may decide: each ``DurableConfirmationStrategy`` may name ``approvers``; ``approvers`` here
     gives a tool its own list, which **replaces** (does not add to) its strategy's list for that
@@ -62,11 +68,13 @@ class ConfirmationHook:
 
     :param confirmation_strategies: Tool name (or tuple of names, or ``"*"``) -> strategy, e.g.
         ``DurableConfirmationStrategy(AlwaysAskPolicy())``.
-    :param approvers: Tool name (or tuple of names, or ``"*"``) -> who may decide its calls, e.g.
-        ``{"transfer_money": ["alice", "bob"]}``; None (default) or ``{}``: each strategy's own list.
-    :raises ValueError: If the mapping is empty, a key is not a non-empty string or tuple of
-        strings, or a strategy has no ``run_async``/``run``; if ``approvers`` is not a dict, has a
-        malformed key or a list that is not a non-empty list of non-blank names, names a tool no
+    :param approvers: Keyword-only, not in Haystack. Tool name (or tuple of names, or ``"*"``) ->
+        who may decide its calls, e.g. ``{"transfer_money": ["alice", "bob"]}``; None (default) or
+        ``{}``: each strategy's own list. ``to_dict`` has an ``approvers`` key only when it is set.
+    :raises ValueError: If the mapping is empty or a key is not a non-empty string or tuple of
+        strings (a ``"*"`` inside a tuple is accepted, and a strategy is not checked, as in
+        Haystack: one without ``run_async``/``run`` fails when a call needs it); if ``approvers`` is
+        not a dict, has a malformed key (a tuple holding ``"*"`` included) or a list that is not a non-empty list of non-blank names, names a tool no
         strategy covers (its calls are never asked, so the list could never apply), or covers a tool
         whose strategy is not a ``DurableConfirmationStrategy`` (which alone checks approvers).
     """
@@ -76,14 +84,12 @@ class ConfirmationHook:
     def __init__(
         self,
         confirmation_strategies: dict[ToolKey, ConfirmationStrategy],
+        *,
         approvers: dict[ToolKey, list[str]] | None = None,
     ) -> None:
         if not confirmation_strategies:
             raise ValueError("ConfirmationHook needs at least one confirmation strategy.")
         validate_tool_keys(confirmation_strategies, "confirmation_strategies")
-        for key, strategy in confirmation_strategies.items():
-            if not (callable(getattr(strategy, "run_async", None)) or callable(getattr(strategy, "run", None))):
-                raise ValueError(f"Strategy for {key!r} has no run_async() or run(): {strategy!r}.")
         self.confirmation_strategies = dict(confirmation_strategies)
         self.approvers = self._checked_approvers(approvers)
 
@@ -99,6 +105,9 @@ class ConfirmationHook:
         validate_tool_keys(approvers, "approvers")
         checked: dict[ToolKey, list[str]] = {}
         for key, names in approvers.items():
+            if isinstance(key, tuple) and WILDCARD in key:
+                # Strategy keys accept this, as Haystack does; a list of approvers for no tool is a mistake.
+                raise ValueError(f"approvers keys must be a tool name, a tuple of tool names, or '*', got {key!r}.")
             checked[key] = approver_list(names, f"approvers[{key!r}]")
             if key == WILDCARD:
                 covered = list(self.confirmation_strategies.items())
@@ -129,8 +138,9 @@ class ConfirmationHook:
         :param state: As :meth:`run_async`.
         :raises RuntimeError: Inside a workflow, where nothing may block on a person: the run loop
             awaits :meth:`run_async`, which waits durably.
-        :raises TypeError: For a strategy that has no sync ``run`` (``DurableConfirmationStrategy``
+        :raises AttributeError: For a strategy that has no sync ``run`` (``DurableConfirmationStrategy``
             only waits inside a run), when a call needs it.
+        :raises ValueError: For two calls with one id, or two id-less calls of one tool.
         """
         if workflow.in_workflow():
             raise RuntimeError(
@@ -140,9 +150,10 @@ class ConfirmationHook:
         pending = self._pending(state)
         if pending is None:
             return
-        last, calls, tools, context = pending
+        last, _, tools, context = pending
         decisions = []
-        for call in calls:
+        # No one names a call from another process here, so strategies get the ids as the model gave them.
+        for call in last.tool_calls:
             asked = self._strategy_inputs(call, tools, context)
             if asked is None:
                 decisions.append(_passthrough(call))
@@ -150,46 +161,53 @@ class ConfirmationHook:
             strategy, inputs = asked
             run = getattr(strategy, "run", None)
             if not callable(run):
-                raise TypeError(
+                # AttributeError, as Haystack's hook raises calling a strategy's missing run().
+                raise AttributeError(
                     f"{strategy!r} has no sync run(), so it cannot ask in a local run; use "
                     "BlockingConfirmationStrategy there, or run the agent with Agent.start (durable)."
                 )
             decisions.append(_bound(run(**inputs), call))
-        self._rewrite(state, last, calls, decisions)
+        self._rewrite(state, last, decisions)
 
     async def run_async(self, state: State) -> None:
         """Ask for every pending call at once, wait for all decisions, rewrite ``messages``.
 
         :param state: The run's State: reads ``messages`` (pending calls on the last message),
             ``tools``, ``step_count`` and ``hook_context``; writes ``messages``.
+        :raises ValueError: For two calls with one id, or two id-less calls of one tool, before
+            anyone is asked.
         """
         pending = self._pending(state)
         if pending is None:
             return
         last, calls, tools, context = pending
         decisions = await asyncio.gather(*(self._decide(call, tools, context) for call in calls))
-        self._rewrite(state, last, calls, list(decisions))
+        self._rewrite(state, last, list(decisions))
 
     @staticmethod
     def _pending(
         state: State,
     ) -> tuple[ChatMessage, list[ToolCall], dict[str, ToolSpec], dict[str, Any] | None] | None:
-        """The last message, its calls with unique ids, the tools by name and the hook context;
-        None when the last message has no tool calls."""
+        """The last message, its calls with the ids they are asked under (see the class docstring),
+        the tools by name and the hook context; None when the last message has no tool calls.
+
+        :raises ValueError: For two calls with one id, or two id-less calls of one tool (Haystack's rule).
+        """
         messages: list[ChatMessage] = state.data.get("messages") or []
         if not messages or not messages[-1].tool_calls:
             return None
         last = messages[-1]
+        check_call_ids(last.tool_calls)
         calls = with_unique_ids(last.tool_calls, state.data.get("step_count", 0))
         tools: dict[str, ToolSpec] = {t.name: t for t in state.data.get("tools") or []}
         return last, calls, tools, state.data.get("hook_context")
 
     @staticmethod
-    def _rewrite(
-        state: State, last: ChatMessage, calls: list[ToolCall], decisions: list[ToolExecutionDecision]
-    ) -> None:
+    def _rewrite(state: State, last: ChatMessage, decisions: list[ToolExecutionDecision]) -> None:
+        """Replace ``last`` by what ``decisions`` (one per call, in call order) make of it; the
+        calls keep the ids the model gave them."""
         messages: list[ChatMessage] = state.data["messages"]
-        replacement = apply_decisions(last.with_updates(tool_calls=calls), decisions)
+        replacement = replace_decided(last, decisions)
         state.set("messages", messages[:-1] + replacement, handler_override=replace_values)
 
     def _strategy_inputs(
@@ -256,18 +274,17 @@ class ConfirmationHook:
     # -- serialisation -----------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Serialise; tuple keys (of both mappings) become JSON-array strings."""
-        return default_to_dict(
-            self,
-            confirmation_strategies={
+        """Serialise; tuple keys (of both mappings) become JSON-array strings. ``approvers`` is
+        present only when set."""
+        params: dict[str, Any] = {
+            "confirmation_strategies": {
                 encode_tool_key(key): object_to_dict(strategy) for key, strategy in self.confirmation_strategies.items()
-            },
-            approvers=(
-                {encode_tool_key(key): list(names) for key, names in self.approvers.items()}
-                if self.approvers is not None
-                else None
-            ),
-        )
+            }
+        }
+        # Only when set, so a hook without approvers serialises exactly as Haystack's does.
+        if self.approvers is not None:
+            params["approvers"] = {encode_tool_key(key): list(names) for key, names in self.approvers.items()}
+        return default_to_dict(self, **params)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ConfirmationHook:
@@ -306,6 +323,28 @@ def _bound(decision: Any, call: ToolCall) -> ToolExecutionDecision:
     return decision.model_copy(update={"tool_call_id": call.id, "tool_name": call.tool_name})
 
 
+def check_call_ids(calls: list[ToolCall]) -> None:
+    """Haystack's rule for matching decisions to calls: each id at most once, and at most one
+    id-less call per tool (an id-less call is matched by its tool's name).
+
+    :raises ValueError: With Haystack's message, naming the first call that cannot be matched.
+    """
+    seen_ids: set[str] = set()
+    idless_tools: set[str] = set()
+    for call in calls:
+        if call.id:
+            clash = call.id in seen_ids
+            seen_ids.add(call.id)
+        else:
+            clash = call.tool_name in idless_tools
+            idless_tools.add(call.tool_name)
+        if clash:
+            raise ValueError(
+                f"No unused ToolExecutionDecision matches tool call {call.tool_name!r} with ID {call.id!r}. "
+                "Set tool_call_id to match decisions to tool calls reliably."
+            )
+
+
 def with_unique_ids(calls: list[ToolCall], step: int) -> list[ToolCall]:
     """The calls, each with an id unique in the step: an id-less call gets ``hitl-s{step}-c{index}``,
     a repeated id gets ``-{index}`` appended (deterministic, so replay gives the same ids)."""
@@ -321,18 +360,37 @@ def with_unique_ids(calls: list[ToolCall], step: int) -> list[ToolCall]:
 
 
 def apply_decisions(message: ChatMessage, decisions: list[ToolExecutionDecision]) -> list[ChatMessage]:
-    """The messages that replace ``message`` (the assistant message with the pending calls).
+    """The messages that replace ``message`` (the assistant message with the pending calls), each
+    call decided by the decision bound to its id.
 
     :raises ValueError: If a call has no decision bound to its id.
     """
     by_id = {d.tool_call_id: d for d in decisions}
-    rejections: list[ChatMessage] = []
-    explanations: list[ChatMessage] = []
-    kept: list[ToolCall] = []
+    ordered = []
     for call in message.tool_calls:
         decision = by_id.pop(call.id, None)
         if decision is None:
             raise ValueError(f"No decision is bound to tool call {call.tool_name!r} with id {call.id!r}.")
+        ordered.append(decision)
+    return replace_decided(message, ordered)
+
+
+def replace_decided(message: ChatMessage, decisions: list[ToolExecutionDecision]) -> list[ChatMessage]:
+    """The messages that replace ``message``, ``decisions[i]`` deciding its ``i``-th call: in order,
+    an assistant/tool message pair per rejected call, a user message per modified call, and the
+    assistant message with the calls that run. Calls keep their own ids.
+
+    :raises ValueError: If there is not one decision per call.
+    """
+    if len(decisions) != len(message.tool_calls):
+        raise ValueError(
+            f"Expected one ToolExecutionDecision for each tool call, but received {len(decisions)} "
+            f"decisions for {len(message.tool_calls)} tool calls."
+        )
+    rejections: list[ChatMessage] = []
+    explanations: list[ChatMessage] = []
+    kept: list[ToolCall] = []
+    for call, decision in zip(message.tool_calls, decisions, strict=True):
         extra = dict(call.extra or {})
         if decision.record is not None:
             extra[CONFIRMATION_KEY] = decision.record

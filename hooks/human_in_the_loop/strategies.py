@@ -36,6 +36,7 @@ approver to check.
 
 from __future__ import annotations
 
+import string
 from datetime import timedelta
 from typing import Any, Literal, Unpack
 
@@ -89,6 +90,29 @@ def modification_feedback(
     """The explanation of a modification: ``template`` with ``{tool_name}`` and
     ``{final_tool_params}`` (:func:`params_preview`), so it stays short however big ``params`` is."""
     return template.format(tool_name=tool_name, final_tool_params=params_preview(params, limit))
+
+
+def check_template(name: str, template: Any, placeholders: tuple[str, ...]) -> None:
+    """Check that ``template`` can be filled with ``placeholders`` alone. As in Haystack it need not
+    name them (``"Rejected."`` is fine); one naming another field (``"{tool}"``, ``"{}"``) or
+    malformed could never be filled: Haystack fails at the first decision, which in a durable run
+    may be days later, so it is refused when the strategy is built.
+
+    :param name: The parameter's name, for the message.
+    :param placeholders: The fields ``template.format`` is given.
+    :raises ValueError: If ``template`` is not a string or cannot be filled with ``placeholders``.
+    """
+    if not isinstance(template, str):
+        raise ValueError(f"{name} must be a string, got {type(template).__name__}: {template!r}.")
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
+    except ValueError as exc:
+        raise ValueError(f"{name} is not a valid format string ({exc}): {template!r}.") from exc
+    allowed = ", ".join("{" + p + "}" for p in placeholders)
+    for field in fields:
+        root = field.split(".", 1)[0].split("[", 1)[0]
+        if root not in placeholders:
+            raise ValueError(f"{name} may use only {allowed}, but names {{{field}}}: {template!r}.")
 
 
 def policy_learns(policy: Any) -> bool:
@@ -148,8 +172,9 @@ class DurableConfirmationStrategy:
         is ignored with a log line). None (default): anyone may. ``ConfirmationHook(approvers=...)``
         replaces the list for chosen tools.
     :raises ValueError: For a non-positive ``timeout`` or limit, an unknown ``on_timeout``, a
-        template missing its placeholder, or ``approvers`` that is not a non-empty list of
-        non-blank names.
+        template that is not a string or names a placeholder other than its own (see
+        :func:`check_template`; a template without its placeholders is fine, as in Haystack), or
+        ``approvers`` that is not a non-empty list of non-blank names.
     """
 
     def __init__(
@@ -172,14 +197,9 @@ class DurableConfirmationStrategy:
             raise ValueError(f"timeout must be a positive timedelta, got {timeout!r}.")
         if on_timeout not in ("reject", "confirm"):
             raise ValueError(f"on_timeout must be 'reject' or 'confirm', got {on_timeout!r}.")
-        for name, template, needed in (
-            ("reject_template", reject_template, ("{tool_name}",)),
-            ("modify_template", modify_template, ("{tool_name}", "{final_tool_params}")),
-            ("user_feedback_template", user_feedback_template, ("{feedback}",)),
-        ):
-            missing = [p for p in needed if p not in template]
-            if missing:
-                raise ValueError(f"{name} must contain {', '.join(missing)}: {template!r}.")
+        check_template("reject_template", reject_template, ("tool_name",))
+        check_template("modify_template", modify_template, ("tool_name", "final_tool_params"))
+        check_template("user_feedback_template", user_feedback_template, ("feedback",))
         if notify_url is not None and not notify_url.startswith(("http://", "https://")):
             raise ValueError(f"notify_url must be an http(s) URL, got {notify_url!r}.")
         self.limits = DecisionLimits(max_new_tool_params_bytes, max_feedback_chars)
@@ -380,7 +400,7 @@ class DurableConfirmationStrategy:
 
 
 class BlockingConfirmationStrategy(DurableConfirmationStrategy):
-    """Haystack's ``BlockingConfirmationStrategy(confirmation_policy, confirmation_ui)``, durable.
+    """Haystack's ``BlockingConfirmationStrategy(*, confirmation_policy, confirmation_ui)``, durable.
 
     - **In an ``AgentWorkflow`` run** (``run_async``, which ``ConfirmationHook`` awaits) it waits
       exactly as :class:`DurableConfirmationStrategy` does: nothing blocks, the run survives
@@ -390,6 +410,8 @@ class BlockingConfirmationStrategy(DurableConfirmationStrategy):
     - **Outside a workflow** (a local, non-durable run: ``ConfirmationHook.run(state)`` in your own
       process) it asks through ``confirmation_ui`` directly and blocks until answered, as
       Haystack's does.
+
+    Every parameter is keyword-only, as in Haystack.
 
     :param confirmation_policy: Decides whether a call needs asking at all.
     :param confirmation_ui: How the person is asked, e.g. ``SimpleConsoleUI()`` or
@@ -403,7 +425,7 @@ class BlockingConfirmationStrategy(DurableConfirmationStrategy):
     """
 
     def __init__(
-        self, confirmation_policy: ConfirmationPolicy, confirmation_ui: ConfirmationUI, **options: Any
+        self, *, confirmation_policy: ConfirmationPolicy, confirmation_ui: ConfirmationUI, **options: Any
     ) -> None:
         super().__init__(confirmation_policy, **options)
         if not callable(getattr(confirmation_ui, "get_user_confirmation", None)):
@@ -468,7 +490,8 @@ class BlockingConfirmationStrategy(DurableConfirmationStrategy):
 
     def __repr__(self) -> str:
         return (
-            f"BlockingConfirmationStrategy({self.confirmation_policy!r}, {self.confirmation_ui!r}, "
+            f"BlockingConfirmationStrategy(confirmation_policy={self.confirmation_policy!r}, "
+            f"confirmation_ui={self.confirmation_ui!r}, "
             f"timeout={self.timeout!r}, on_timeout={self.on_timeout!r}"
             + (f", approvers={self.approvers!r})" if self.approvers is not None else ")")
         )

@@ -86,11 +86,14 @@ class ToolResultOffloadHook:
 
     :param store: Where results go (``FileSystemToolResultStore`` or ``S3ToolResultStore``).
     :param offload_strategies: ``{tool name | (names, ...) | "*": policy}``.
-    :param preview_chars: Leading characters of the result kept in the pointer message.
+    :param preview_chars: Leading characters of the result kept in the pointer message. As in
+        Haystack it slices the text (``text[:preview_chars]``), so a negative value keeps all but
+        that many trailing characters, and a preview shorter than the text ends in ``...``.
     :param write_deadline: How long a failing write is retried before the result is given up
         (10 minutes by default).
     :raises ValueError: For a store without ``write``/``to_dict``, a malformed key, a policy without
-        ``should_offload``/``to_dict``, a negative ``preview_chars`` or a ``write_deadline`` under a second.
+        ``should_offload``/``to_dict``, a ``preview_chars`` that is not an integer or a ``write_deadline``
+        under a second.
     """
 
     allowed_hook_points = ("after_tool",)
@@ -113,8 +116,8 @@ class ToolResultOffloadHook:
         for key, policy in offload_strategies.items():
             if not (callable(getattr(policy, "should_offload", None)) and callable(getattr(policy, "to_dict", None))):
                 raise ValueError(f"Policy for {key!r} must have should_offload() and to_dict(), got {policy!r}.")
-        if isinstance(preview_chars, bool) or not isinstance(preview_chars, int) or preview_chars < 0:
-            raise ValueError(f"preview_chars must be a non-negative integer, got {preview_chars!r}.")
+        if isinstance(preview_chars, bool) or not isinstance(preview_chars, int):
+            raise ValueError(f"preview_chars must be an integer, got {preview_chars!r}.")
         if not isinstance(write_deadline, timedelta) or write_deadline < timedelta(seconds=1):
             raise ValueError(f"write_deadline must be a timedelta of at least 1 second, got {write_deadline!r}.")
         self.store = store

@@ -86,9 +86,18 @@ class FileSystemToolResultStore(ToolResultStore):
     def write(self, *, key: str, content: str) -> str:
         """Write ``content`` (UTF-8) to ``base/key`` atomically; returns the absolute path.
 
-        :raises ValueError: If ``key`` is absolute, has ``..`` segments, or resolves outside the root.
+        As in Haystack, ``key`` is relative to ``base``, or absolute, and is accepted wherever it
+        resolves inside ``base``: ``sub/../a.txt``, ``./a.txt``, ``a//b.txt`` and an absolute path
+        inside it all are.
+
+        :raises ValueError: If ``key`` is not a non-empty string or resolves outside ``base`` (through
+            ``..``, an absolute path or a symlink), or onto ``base`` itself.
         """
-        path = self._resolve_inside(check_relative_key(key), subject="Result key")
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"Result key must be a non-empty string, got {key!r}.")
+        path = self._resolve_inside(key, subject="Result key")
+        if path == self.base.resolve():
+            raise ValueError(f"Result key '{key}' names the store root '{path}' itself, not a file in it.")
         path.parent.mkdir(parents=True, exist_ok=True)
         path = self._resolve_inside(path, subject="Result key")  # a symlinked parent may have been created meanwhile
         temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")

@@ -11,10 +11,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError
 
 from agent import ChatMessage
 from agent.approvals.decisions import DecisionRefusedError, UnknownRunError, signal_decision
-from core.messages import ChatRole
 from hooks.human_in_the_loop import (
     CONFIRMATION_KEY,
     AlwaysAskPolicy,
@@ -155,19 +156,17 @@ async def test_all_rejected_runs_nothing_and_continues(client, worker, scripted,
     assert result.tool_call_counts == NO_CALLS and result.exit_reason == "text"
 
 
-async def test_repeated_call_ids_are_made_distinct(client, worker, scripted, model, run_id):
+async def test_repeated_call_ids_end_the_run_with_haystacks_value_error(client, worker, scripted, model, run_id):
     scripted.script(model, [calls(call("add", id="same", a=1, b=1), call("add", id="same", a=2, b=2)), {"text": "ok"}])
     handle = await start(hitl_agent(model), client, worker, run_id)
-    first, second = await wait_pending(handle, count=2)
-    assert (first.tool_call_id, second.tool_call_id) == ("same", "same-1")
-    await handle.confirm("same-1")
-    assert [p.tool_call_id for p in await handle.pending_confirmations()] == ["same"]
-    await handle.reject("same")
-    result = await handle.result()
-    assert [m.tool_call_result.result for m in result.messages if m.role == ChatRole.TOOL] == [
-        "Tool execution for 'add' was rejected by the user.",
-        "4",
-    ]
+    with pytest.raises(WorkflowFailureError) as failed:
+        await asyncio.wait_for(handle.result(), timeout=60)
+    error = failed.value.cause
+    assert isinstance(error, ApplicationError) and error.type == "HookError"
+    assert error.message.endswith(
+        "failed at before_tool (step 0): ValueError: No unused ToolExecutionDecision matches tool call 'add' with "
+        "ID 'same'. Set tool_call_id to match decisions to tool calls reliably."
+    )
 
 
 # -- strategy keys and policies --------------------------------------------------------------

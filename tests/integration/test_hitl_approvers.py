@@ -145,7 +145,9 @@ async def test_a_per_tool_list_in_the_hook_replaces_the_strategys(client, worker
 async def test_blocking_strategy_checks_approvers_and_takes_the_hooks_list(
     client, worker, scripted, model, run_id, effects
 ):
-    strategy = BlockingConfirmationStrategy(AlwaysAskPolicy(), SimpleConsoleUI(), approvers=["ops"])
+    strategy = BlockingConfirmationStrategy(
+        confirmation_policy=AlwaysAskPolicy(), confirmation_ui=SimpleConsoleUI(), approvers=["ops"]
+    )
     hook = ConfirmationHook({"*": strategy}, approvers={"record": ["alice", "bob"]})
     scripted.script(model, [calls(call("record", label="pay"), call("add", a=1, b=2)), {"text": "done"}])
     handle = await start(hitl_agent(model, hook), client, worker, run_id)

@@ -59,7 +59,7 @@ def test_filesystem_round_trip_and_idempotent_rewrite(tmp_path: Path) -> None:
     assert store.read(reference) == "héllo\nworld"
 
 
-@pytest.mark.parametrize("key", ["../escape.txt", "a/../../escape.txt", "/etc/passwd", "", "a//b", "./a"])
+@pytest.mark.parametrize("key", ["../escape.txt", "a/../../escape.txt", "/etc/passwd", "", ".", "sub/.."])
 def test_filesystem_rejects_keys_outside_root(tmp_path: Path, key: str) -> None:
     store = FileSystemToolResultStore(tmp_path / "root")
     with pytest.raises(ValueError):

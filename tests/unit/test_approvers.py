@@ -54,7 +54,9 @@ def test_strategy_refuses_bad_approvers(approvers, message):
 
 def test_blocking_strategy_inherits_the_check():
     with pytest.raises(ValueError, match="approvers is empty"):
-        BlockingConfirmationStrategy(AlwaysAskPolicy(), SimpleConsoleUI(), approvers=[])
+        BlockingConfirmationStrategy(
+            confirmation_policy=AlwaysAskPolicy(), confirmation_ui=SimpleConsoleUI(), approvers=[]
+        )
 
 
 def test_strategy_keeps_a_list_without_duplicates_and_none_means_anyone():
@@ -77,7 +79,9 @@ def test_strategy_round_trip_and_older_dicts_have_no_approvers():
 
 
 def test_blocking_strategy_round_trip_keeps_approvers():
-    strategy = BlockingConfirmationStrategy(AlwaysAskPolicy(), SimpleConsoleUI(), approvers=["carol"])
+    strategy = BlockingConfirmationStrategy(
+        confirmation_policy=AlwaysAskPolicy(), confirmation_ui=SimpleConsoleUI(), approvers=["carol"]
+    )
     back = object_from_dict(strategy.to_dict())
     assert isinstance(back, BlockingConfirmationStrategy) and back.approvers == ["carol"]
     assert back.to_dict() == strategy.to_dict()
@@ -143,10 +147,9 @@ def test_hook_round_trip_with_tuple_keys_and_through_an_agent():
     agent = Agent(model="m", tools=[t.add, t.echo, t.record], hooks={"before_tool": [hook]})
     rebuilt = Agent.from_dict(agent.to_dict()).hooks["before_tool"][0]
     assert rebuilt.approvers == hook.approvers
-    older = ConfirmationHook({"add": durable()}).to_dict()
-    assert older["init_parameters"]["approvers"] is None
-    del older["init_parameters"]["approvers"]
-    assert ConfirmationHook.from_dict(older).approvers is None
+    plain = ConfirmationHook({"add": durable()}).to_dict()
+    assert "approvers" not in plain["init_parameters"]  # only when set, as Haystack's hook has no such key
+    assert ConfirmationHook.from_dict(plain).approvers is None
 
 
 class Recording(DurableConfirmationStrategy):

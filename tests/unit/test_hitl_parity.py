@@ -312,7 +312,10 @@ def our_reply(calls) -> ChatMessage:
 def our_local_case(steps, layout, answers) -> tuple[list[tuple], list[str], list[ChatMessage]]:
     approver = Approver(answers)
     hook = ConfirmationHook(
-        {key: ScriptedStrategy(POLICIES[name](), ScriptedUI(approver)) for key, name in layout.items()}
+        {
+            key: ScriptedStrategy(confirmation_policy=POLICIES[name](), confirmation_ui=ScriptedUI(approver))
+            for key, name in layout.items()
+        }
     )
     state = our_state()
     for step, calls in enumerate(steps):
@@ -325,7 +328,10 @@ def our_local_case(steps, layout, answers) -> tuple[list[tuple], list[str], list
 async def our_durable_case(steps, layout, answers, rng) -> tuple[list[tuple], list[str], list[ChatMessage]]:
     approver = Approver(answers)
     hook = ConfirmationHook(
-        {key: BlockingConfirmationStrategy(POLICIES[name](), SimpleConsoleUI()) for key, name in layout.items()}
+        {
+            key: BlockingConfirmationStrategy(confirmation_policy=POLICIES[name](), confirmation_ui=SimpleConsoleUI())
+            for key, name in layout.items()
+        }
     )
     state = our_state()
     with stand_in_workflow(approver, rng) as fake:
@@ -468,7 +474,9 @@ def test_positional_constructors_follow_haystack():
 
 
 def test_blocking_strategy_round_trips_and_old_requests_parse():
-    strategy = BlockingConfirmationStrategy(AskOncePolicy(), RichConsoleUI(), timeout=timedelta(days=2))
+    strategy = BlockingConfirmationStrategy(
+        confirmation_policy=AskOncePolicy(), confirmation_ui=RichConsoleUI(), timeout=timedelta(days=2)
+    )
     data = strategy.to_dict()
     assert data["type"] == "hooks.human_in_the_loop.strategies.BlockingConfirmationStrategy"
     assert data["init_parameters"]["confirmation_ui"] == {
@@ -478,7 +486,9 @@ def test_blocking_strategy_round_trips_and_old_requests_parse():
     back = object_from_dict(data)
     assert isinstance(back.confirmation_ui, RichConsoleUI) and back.timeout == timedelta(days=2)
     assert back.to_dict() == data
-    hook = ConfirmationHook({"*": BlockingConfirmationStrategy(NeverAskPolicy(), SimpleConsoleUI())})
+    hook = ConfirmationHook(
+        {"*": BlockingConfirmationStrategy(confirmation_policy=NeverAskPolicy(), confirmation_ui=SimpleConsoleUI())}
+    )
     assert ConfirmationHook.from_dict(hook.to_dict()).to_dict() == hook.to_dict()
     assert SimpleConsoleUI().to_dict() == {
         "type": "hooks.human_in_the_loop.user_interfaces.SimpleConsoleUI",
@@ -487,7 +497,7 @@ def test_blocking_strategy_round_trips_and_old_requests_parse():
     old = {"tool_call_id": "c", "tool_name": "add", "tool_params": {}, "requested_at": "2025-01-01T00:00:00Z"}
     assert PendingConfirmation.model_validate(old).confirmation_ui is None  # payloads from before the field
     with pytest.raises(ValueError, match="get_user_confirmation"):
-        BlockingConfirmationStrategy(AlwaysAskPolicy(), object())
+        BlockingConfirmationStrategy(confirmation_policy=AlwaysAskPolicy(), confirmation_ui=object())
 
 
 def test_blocking_strategy_asks_through_its_ui_outside_a_workflow():
@@ -507,7 +517,9 @@ def test_blocking_strategy_asks_through_its_ui_outside_a_workflow():
 def test_sync_paths_refuse_to_run_inside_a_workflow(monkeypatch):
     state = our_state()
     state.set("messages", [our_reply([("c0", "add", {"a": 1, "b": 1})])])
-    hook = ConfirmationHook({"*": BlockingConfirmationStrategy(AlwaysAskPolicy(), SimpleConsoleUI())})
+    hook = ConfirmationHook(
+        {"*": BlockingConfirmationStrategy(confirmation_policy=AlwaysAskPolicy(), confirmation_ui=SimpleConsoleUI())}
+    )
     inside = SimpleNamespace(in_workflow=lambda: True)
     monkeypatch.setattr(hooks_module, "workflow", inside)
     with pytest.raises(RuntimeError, match=r"await hook.run_async\(state\)"):
@@ -520,7 +532,7 @@ def test_sync_paths_refuse_to_run_inside_a_workflow(monkeypatch):
 def test_local_run_with_a_durable_only_strategy_is_a_clear_error():
     state = our_state()
     state.set("messages", [our_reply([("c0", "add", {"a": 1, "b": 1})])])
-    with pytest.raises(TypeError, match="no sync run"):
+    with pytest.raises(AttributeError, match="no sync run"):
         ConfirmationHook({"*": DurableConfirmationStrategy(AlwaysAskPolicy())}).run(state)
     with pytest.raises(RuntimeError, match="inside an AgentWorkflow run"):
         asyncio.run(ConfirmationHook({"*": DurableConfirmationStrategy(AlwaysAskPolicy())}).run_async(state))

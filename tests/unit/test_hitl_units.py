@@ -49,9 +49,10 @@ def test_hook_only_at_before_tool():
     [
         ({"timeout": timedelta(0)}, "timeout must be a positive"),
         ({"on_timeout": "maybe"}, "on_timeout must be"),
-        ({"reject_template": "no"}, "must contain {tool_name}"),
-        ({"modify_template": "{tool_name}"}, "must contain {final_tool_params}"),
-        ({"user_feedback_template": "x"}, "must contain {feedback}"),
+        ({"reject_template": "no {tool}"}, r"reject_template may use only \{tool_name\}, but names \{tool\}"),
+        ({"modify_template": "{tool_name} {}"}, r"modify_template may use only .* but names \{\}"),
+        ({"user_feedback_template": "{feedback"}, "user_feedback_template is not a valid format string"),
+        ({"reject_template": None}, "reject_template must be a string"),
         ({"notify_url": "ftp://x"}, "http"),
         ({"max_new_tool_params_bytes": 0}, "max_new_tool_params_bytes must be a positive integer"),
         ({"max_feedback_chars": -1}, "max_feedback_chars must be a positive integer"),
@@ -62,7 +63,7 @@ def test_strategy_rejects_bad_configuration(kwargs, message):
         DurableConfirmationStrategy(AlwaysAskPolicy(), **kwargs)
 
 
-@pytest.mark.parametrize("strategies", [{}, {"": DurableConfirmationStrategy(AlwaysAskPolicy())}, {"x": object()}])
+@pytest.mark.parametrize("strategies", [{}, {"": DurableConfirmationStrategy(AlwaysAskPolicy())}, {(): object()}])
 def test_hook_rejects_bad_strategies(strategies):
     with pytest.raises(ValueError):
         ConfirmationHook(strategies)

@@ -217,9 +217,9 @@ def test_only_allowed_after_tool(tmp_path: Path) -> None:
     "kwargs",
     [
         {"offload_strategies": {"*": "always"}},
-        {"offload_strategies": {("a", "*"): AlwaysOffload()}},
+        {"offload_strategies": {(): AlwaysOffload()}},
         {"offload_strategies": {"": AlwaysOffload()}},
-        {"offload_strategies": {"*": AlwaysOffload()}, "preview_chars": -1},
+        {"offload_strategies": {"*": AlwaysOffload()}, "preview_chars": 1.5},
         {"offload_strategies": [AlwaysOffload()]},
     ],
 )
