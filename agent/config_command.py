@@ -1,7 +1,7 @@
 """``agent config``: the effective configuration, each setting with its environment variable,
 value (secrets masked) and where the value came from.
 
-``settings_table`` is the Markdown table of docs/configuration.md (tests/unit/test_settings.py
+``settings_table`` is the Markdown table of docs/configuration.md (tests/core/test_settings.py
 checks that the file holds the current one).
 """
 

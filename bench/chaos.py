@@ -1,6 +1,6 @@
 """Chaos drill at scale: 100 concurrent runs under kill -9s of the worker, a kill -9 of the Temporal
 dev server (restarted on the same SQLite file) and an S3 outage (bench/chaos_drill.py, the drill
-tests/integration/test_chaos.py runs with a dozen runs).
+tests/workflows/test_chaos.py runs with a dozen runs).
 
 Prints runs, kills by kind, the time from each kill (or the start of the S3 outage) to the next
 progress of any run once the service is back (a tool call starts, a run finishes), calls started

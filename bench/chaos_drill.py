@@ -2,7 +2,7 @@
 server and an S3 outage. Afterwards every run must have finished as planned and no completed tool
 call may have run again.
 
-Shared by ``tests/integration/test_chaos.py`` (a dozen runs, the tests' own ``record`` tool) and
+Shared by ``tests/workflows/test_chaos.py`` (a dozen runs, the tests' own ``record`` tool) and
 ``python -m bench.chaos`` (100 runs, this module's ``record``); it imports nothing from ``tests``.
 
 What happens, in order:

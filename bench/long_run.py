@@ -1,4 +1,4 @@
-"""The 1,000-step run (bench/workloads.py's agent, which tests/integration/test_long_run.py runs too: compaction before every model call,
+"""The 1,000-step run (bench/workloads.py's agent, which tests/workflows/test_long_run.py runs too: compaction before every model call,
 Temporal's continue-as-new suggestion) next to the foundation's bare step, in one run.
 
 (a) floor: FloorWorkflow, the same model + tool activities in a loop with no agent logic, in

@@ -28,7 +28,7 @@ from temporalio import workflow
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 # The sandbox's own importer, which the runner uses; not public API, so a temporalio upgrade that
-# moves it fails tests/integration/test_hook_sandbox.py rather than a user's run.
+# moves it fails tests/runtime/test_hook_sandbox.py rather than a user's run.
 from temporalio.worker.workflow_sandbox._importer import Importer
 from temporalio.worker.workflow_sandbox._restrictions import RestrictionContext
 

