@@ -96,7 +96,8 @@ def describe_failure(failure: Failure) -> str:
         return outer
     kind = inner.application_failure_info.type if inner.HasField("application_failure_info") else ""
     cause = f"{kind}: {inner.message}" if kind and not inner.message.startswith(kind) else inner.message
-    return outer if not cause or cause in outer else f"{outer} (innermost cause: {cause})"
+    said = not cause or cause in outer or (inner.message and inner.message in outer)  # the outer text quotes it
+    return outer if said else f"{outer} (innermost cause: {cause})"
 
 
 class HistoryDecoder:

@@ -75,7 +75,7 @@ async def test_agent_status_shows_the_failure(client, worker, scripted, model, r
     assert health.status == "FAILED" and health.failure == expected
 
     shown = await agent_cli("status", run_id)
-    assert shown.returncode == 0, shown.stderr
+    assert shown.returncode == 1, shown.stderr  # a failed run
     assert json.loads(shown.stdout)["health"]["failure"] == expected
     assert f"agent: run {run_id} failed: {expected}" in shown.stderr
 

@@ -389,8 +389,10 @@ async def test_status_names_the_innermost_cause_of_a_model_that_cannot_be_reache
             worker_process.terminate()
         await worker_process.wait()
     assert status.returncode == 1
-    assert status.stderr.strip() == (
-        f"agent: run {run_id} failed: The model call was given up: it kept failing for 0:00:02 "
-        "(model_retry_timeout). Last error: Connection error. (innermost cause: ConnectError: All connection "
-        "attempts failed)"
-    )
+    assert re.fullmatch(
+        rf"agent: run {run_id} failed: The model call was given up: it kept failing for 0:00:02 "
+        r"\(model_retry_timeout\)\. Last error: Could not reach the model endpoint http://127\.0\.0\.1:\d+/v1 "
+        rf"\(from OPENAI_BASE_URL\) for model '{model}': Connection error\. "
+        r"\(ConnectError\('All connection attempts failed'\)\)\.",
+        status.stderr.strip(),
+    ), status.stderr
