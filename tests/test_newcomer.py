@@ -21,10 +21,14 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from agent.dev.stack import free_port
 from tests.docs.markdown_blocks import blocks
 
-REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.integration  # starts agent dev and its servers itself
+
+REPO = Path(__file__).resolve().parents[1]
 #: Long enough for the dev server, moto and the worker to start on two shared cores.
 START_SECONDS = 180
 #: One command of the walk-through (the snippet waits for its run to finish).

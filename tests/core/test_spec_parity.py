@@ -5,8 +5,6 @@ summed as Haystack sums them."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from agent import Agent, ChatMessage, State
@@ -15,23 +13,7 @@ from core.state import replace_values
 from hooks import FunctionHook, hook
 from hooks.tool_result_offloading import FileSystemToolResultStore, OffloadOverChars, ToolResultOffloadHook
 from tests import tools as t
-
-
-class ForgetsItsSetting:
-    """A hook whose to_dict loses a constructor argument: the worker would rebuild another hook."""
-
-    def __init__(self, limit: int = 1) -> None:
-        self.limit = limit
-
-    def run(self, state: State) -> None:
-        pass
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": "tests.core.test_spec_parity.ForgetsItsSetting", "init_parameters": {}}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ForgetsItsSetting:
-        return cls(**data["init_parameters"])
+from tests.support.spec_hooks import ForgetsItsSetting
 
 
 class NoDict:

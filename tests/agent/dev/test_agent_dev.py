@@ -54,6 +54,8 @@ sys.path.insert(0, os.getcwd())  # the project folder, where myagent.py is
 from agent import ChatMessage, connect
 import myagent
 
+pytestmark = pytest.mark.integration  # starts agent dev and its servers itself
+
 async def main(attr, model, tool_name):
     base = os.environ["OPENAI_BASE_URL"].removesuffix("/v1")
     script = {"responses": [{"tool_calls": [{"name": tool_name, "arguments": {"path": "notes.txt"}}]}]}
