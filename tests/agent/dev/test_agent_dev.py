@@ -23,6 +23,8 @@ from agent.dev.lock import LOCK_FILE
 from agent.dev.processes import ROOT
 from agent.dev.stack import free_port
 
+pytestmark = pytest.mark.integration  # starts agent dev and its servers itself
+
 #: Long enough for the dev server, moto and the worker to start on two shared cores.
 START_SECONDS = 150
 
@@ -54,7 +56,6 @@ sys.path.insert(0, os.getcwd())  # the project folder, where myagent.py is
 from agent import ChatMessage, connect
 import myagent
 
-pytestmark = pytest.mark.integration  # starts agent dev and its servers itself
 
 async def main(attr, model, tool_name):
     base = os.environ["OPENAI_BASE_URL"].removesuffix("/v1")
