@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
-import os
 import sys
 import uuid
 from datetime import timedelta
@@ -39,6 +37,7 @@ from core.payloads import RunStatus
 from core.settings import get_settings
 from core.wire import RUN_STATUS_QUERY, WORKFLOW_TYPE
 from hooks.human_in_the_loop.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL
+from runtime.tool_loading import ToolSpecError, resolve_spec
 
 #: Run states that are not a success: ``agent status`` exits 1 for them.
 UNSUCCESSFUL = ("FAILED", "CANCELED", "TERMINATED", "TIMED_OUT")
@@ -52,29 +51,20 @@ class AgentPathError(Exception):
 
 def load_agent(path: str) -> Agent:
     """The ``Agent`` that ``module:attr`` names: an ``Agent`` instance, or a zero-argument callable
-    returning one. The current directory is importable, as with ``python -m``.
+    returning one. The module is found as ``--tools`` finds one (``runtime.tool_loading.resolve_spec``:
+    the current directory is importable, as with ``python -m``).
 
     :raises AgentPathError: For a malformed path, a missing module or attribute, an import that
         fails, or something that is not an ``Agent``.
     """
-    module_name, sep, attr = path.partition(":")
-    if not sep or not module_name or not attr:
+    _, sep, attr = path.partition(":")
+    # resolve_spec also takes the dotted form ``module.attr``; --agent has always asked for the colon.
+    if not sep or not attr or path.startswith(":"):
         raise AgentPathError(f"--agent {path!r}: expected module:attribute, e.g. myapp.agents:support_agent")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
     try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
-            raise AgentPathError(f"--agent {path!r}: no module named {exc.name!r}") from exc
-        raise AgentPathError(f"--agent {path!r}: importing {module_name} failed: {exc}") from exc
-    except Exception as exc:
-        raise AgentPathError(f"--agent {path!r}: importing {module_name} failed: {type(exc).__name__}: {exc}") from exc
-    target: object = module
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise AgentPathError(f"--agent {path!r}: module {module_name} has no attribute {attr!r}")
-        target = getattr(target, part)
+        target: object = resolve_spec(path, "--agent")
+    except ToolSpecError as exc:
+        raise AgentPathError(str(exc)) from exc
     if isinstance(target, Agent):
         return target
     if callable(target) and not isinstance(target, type):

@@ -4,7 +4,8 @@ activity it needs (as pydantic-ai's ``PydanticAIPlugin`` and the OpenAI Agents i
 
 What a worker gets:
 
-- ``AgentWorkflow`` and the model activity (``chat_completion``);
+- ``AgentWorkflow``, the model activity (``chat_completion``) and the store write the hook
+  families share (``store_tool_result``, ``activities/result_store.py``);
 - each hook family's activities (``HookFamily.activities``), collected from ``hooks.family``;
 - the tool activity (``invoke_tool``) when the plugin is given tools;
 - each family's warm-up, run once per process before the worker polls;
@@ -27,6 +28,7 @@ from temporalio.service import ConnectConfig, ServiceClient
 from temporalio.worker import ReplayerConfig, Worker, WorkerConfig
 
 from activities.model import ModelActivities
+from activities.result_store import store_tool_result
 from activities.tool_invocation import ToolActivities
 from core.checks import check_bucket
 from core.converter import agent_data_converter
@@ -129,6 +131,7 @@ class AgentPlugin(SimplePlugin):
             model = self._model_activities = ModelActivities()
         if model is not None:
             wanted.append(model.chat_completion)
+        wanted.append(store_tool_result)
         wanted.extend(family_activities())
         for activity in wanted:
             if _activity_name(activity) not in names:

@@ -30,7 +30,7 @@ from agent.approvals.decisions import (
 )
 from agent.approvals.waiting import list_waiting_runs
 from agent.inbox.csrf import CSRF_COOKIE, CSRF_FIELD
-from agent.inbox.pages import InboxContext, PageError, no_such_run
+from agent.inbox.pages import InboxContext, InboxPages, PageError, no_such_run
 from agent.inbox.present import strategy_for, waiting_rows
 from agent.inbox.run_view import is_not_found, shown
 from hooks.human_in_the_loop.dataclasses import ToolDecision
@@ -51,20 +51,8 @@ def routes(inbox: InboxContext) -> list[Route]:
     ]
 
 
-class ApprovalPages:
+class ApprovalPages(InboxPages):
     """The waiting list, one call, and deciding it."""
-
-    def __init__(self, inbox: InboxContext) -> None:
-        self.inbox = inbox
-        self.client = inbox.client
-        self.settings = inbox.settings
-        self.identity = inbox.identity
-        self.csrf = inbox.csrf
-        self.render = inbox.render
-        self.viewer = inbox.viewer
-        self.handle = inbox.handle
-        self.pending_of = inbox.pending_of
-        self.read_run = inbox.read_run
 
     async def _rows_context(self, request: Request) -> dict[str, Any]:
         tool = request.query_params.get("tool", "").strip()

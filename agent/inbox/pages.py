@@ -152,3 +152,23 @@ class InboxContext:
             if is_not_found(err):
                 raise no_such_run(run_id) from err
             raise PageError(502, "Temporal did not answer", err.message) from err
+
+
+class InboxPages:
+    """Base of a group of inbox pages: the shared :class:`InboxContext` and, as attributes, what
+    the pages' handlers use of it.
+
+    :param inbox: The context every page of the inbox shares.
+    """
+
+    def __init__(self, inbox: InboxContext) -> None:
+        self.inbox = inbox
+        self.client = inbox.client
+        self.settings = inbox.settings
+        self.identity = inbox.identity
+        self.csrf = inbox.csrf
+        self.render = inbox.render
+        self.viewer = inbox.viewer
+        self.handle = inbox.handle
+        self.pending_of = inbox.pending_of
+        self.read_run = inbox.read_run

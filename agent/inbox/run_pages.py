@@ -11,7 +11,7 @@ from starlette.routing import Route
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from agent.inbox.pages import InboxContext, PageError
+from agent.inbox.pages import InboxContext, InboxPages, PageError
 from core.payloads import RunStatus
 from core.wire import RUN_STATUS_QUERY
 from hooks.human_in_the_loop.dataclasses import PendingConfirmation
@@ -28,17 +28,8 @@ def routes(inbox: InboxContext) -> list[Route]:
     ]
 
 
-class RunPages:
+class RunPages(InboxPages):
     """One run's page and its offloaded results."""
-
-    def __init__(self, inbox: InboxContext) -> None:
-        self.inbox = inbox
-        self.settings = inbox.settings
-        self.render = inbox.render
-        self.viewer = inbox.viewer
-        self.handle = inbox.handle
-        self.pending_of = inbox.pending_of
-        self.read_run = inbox.read_run
 
     async def run_page(self, request: Request) -> Response:
         self.viewer(request)

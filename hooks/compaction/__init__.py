@@ -8,7 +8,6 @@ Token counters measure the conversation (``TiktokenCounter`` is Haystack's name 
 ``TiktokenTokenCounter``).
 """
 
-from hooks.compaction.activities import store_compacted_result
 from hooks.compaction.chat_generator import ChatGeneratorSpec
 from hooks.compaction.encodings import load_encoding, preload_names
 from hooks.compaction.hooks import CompactionHook, estimate_context_tokens
@@ -33,7 +32,7 @@ def _preload_configured_encodings() -> None:
         load_encoding(name)
 
 
-FAMILY = HookFamily(name="compaction", activities=[store_compacted_result], warm_up=_preload_configured_encodings)
+FAMILY = HookFamily(name="compaction", warm_up=_preload_configured_encodings)
 
 __all__ = [
     "ApproximateTokenCounter",

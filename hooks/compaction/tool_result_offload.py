@@ -2,7 +2,7 @@
 
 Haystack 3.4's compactor of the same name, with the write moved where durability needs it: in a
 workflow, :meth:`ToolResultOffloadCompactor.compact_async` writes each result through the
-``store_compacted_result`` activity, so every write is in the
+``store_tool_result`` activity (``activities/result_store.py``), so every write is in the
 run's history and replay never writes again. The choice of results is Haystack's.
 """
 
@@ -16,10 +16,10 @@ from typing import Any, Protocol
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from activities.result_store import StoreResultInput, store_result
 from core.messages import ChatMessage
 from core.serialization import default_to_dict, object_from_dict
 from core.tool_records import OFFLOADED_META_KEY, pointer_text, result_key
-from hooks.compaction.activities import StoreCompactedResultInput, store_compacted
 from hooks.compaction.protocol import Compactor
 from hooks.compaction.token_counters import TokenCounter
 from hooks.compaction.utils import (
@@ -72,7 +72,7 @@ class ToolResultOffloadCompactor(Compactor):
     Where the write happens:
 
     - in a workflow, :meth:`compact_async` (what ``CompactionHook.run_async`` awaits) writes one
-      result at a time through the ``store_compacted_result`` activity, to ``store`` scoped to the run
+      result at a time through the ``store_tool_result`` activity, to ``store`` scoped to the run
       (``store.for_run(run id)`` when the store has it; ``read_tool_result`` reads that scope). A
       write is retried until ``write_deadline``; a write that still fails leaves its result in the
       conversation with a warning, as in Haystack, and no further write is tried in that compaction
@@ -129,7 +129,7 @@ class ToolResultOffloadCompactor(Compactor):
         """
         if workflow.in_workflow():
             raise RuntimeError(
-                "Inside a workflow ToolResultOffloadCompactor writes through the store_compacted_result activity: "
+                "Inside a workflow ToolResultOffloadCompactor writes through the store_tool_result activity: "
                 "await compact_async (CompactionHook.run_async does)."
             )
 
@@ -172,9 +172,11 @@ class ToolResultOffloadCompactor(Compactor):
             if candidate is None:
                 return None
             text, original_tokens = candidate
-            request = StoreCompactedResultInput(store=descriptor, key=self._key(message, index), content=text)
+            request = StoreResultInput(store=descriptor, key=self._key(message, index), content=text)
             try:
-                reference = await store_compacted(request, self.write_deadline)
+                reference = await store_result(
+                    request, self.write_deadline, summary=f"compaction: offload {request.key}"
+                )
             except ActivityError as error:
                 refused = isinstance(error.cause, ApplicationError) and error.cause.non_retryable
                 store_down = not refused

@@ -1,8 +1,9 @@
 """Tool-result offloading: big tool results go to a store, the conversation keeps a pointer.
 
 Same names and rules as Haystack's ``haystack.hooks.tool_result_offloading``; the store writes
-run in this family's activity (``activities.py``), which it declares for the worker, or in the
-tool activity itself (``activities.tool_invocation.offload_in_activity``).
+run in the ``store_tool_result`` activity (``activities/result_store.py``, shared with compaction's
+``ToolResultOffloadCompactor`` and registered by every agent worker), or in the tool activity
+itself (``activities.tool_invocation.offload_in_activity``).
 """
 
 from temporalio.client import Client
@@ -11,7 +12,7 @@ from core.checks import check_bucket
 from core.s3 import tool_results_bucket
 from core.tool_records import OFFLOADED_META_KEY
 from hooks.family import HookFamily
-from hooks.tool_result_offloading.activities import STORE_TOOL_RESULT_ACTIVITY, store_tool_result
+from hooks.tool_result_offloading.activities import STORE_TOOL_RESULT_ACTIVITY
 from hooks.tool_result_offloading.hooks import RESULT_STORE_CONTEXT_KEY, OffloadTask, ToolResultOffloadHook
 from hooks.tool_result_offloading.policies import AlwaysOffload, NeverOffload, OffloadOverChars, OffloadPolicyBase
 from hooks.tool_result_offloading.protocol import OffloadPolicy, ToolResultStore
@@ -30,7 +31,7 @@ async def _check_tool_results_bucket(client: Client) -> None:
         await check_bucket(bucket, "TOOL_RESULTS_BUCKET")
 
 
-FAMILY = HookFamily(name="tool_result_offloading", activities=[store_tool_result], check=_check_tool_results_bucket)
+FAMILY = HookFamily(name="tool_result_offloading", check=_check_tool_results_bucket)
 
 __all__ = [
     "OFFLOADED_META_KEY",

@@ -20,6 +20,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, FailureError
 
+from activities.result_store import StoreResultInput, store_result
 from activities.tool_invocation import DEFAULT_WRITE_DEADLINE, OffloadInstruction
 from core.messages import ChatMessage
 from core.serialization import default_to_dict, object_from_dict
@@ -28,7 +29,6 @@ from core.tool_records import OFFLOADED_META_KEY, pointer_text, result_key, unst
 from hooks._tool_keys import decode_tool_key, encode_tool_key, lookup_by_tool, validate_tool_keys
 from hooks.context import run_logger
 from hooks.protocol import reads_tool_results as hook_reads_tool_results
-from hooks.tool_result_offloading.activities import StoreToolResultInput, store_result
 from hooks.tool_result_offloading.protocol import OffloadPolicy, ToolResultStore
 
 #: ``hook_context`` key of a per-run store descriptor (``store.to_dict()``); it wins over the hook's store.
@@ -234,7 +234,7 @@ class ToolResultOffloadHook:
         descriptor = store.to_dict()
         outcomes = await asyncio.gather(
             *(
-                store_result(StoreToolResultInput(store=descriptor, key=t.key, content=t.content), self.write_deadline)
+                store_result(StoreResultInput(store=descriptor, key=t.key, content=t.content), self.write_deadline)
                 for t in tasks
             ),
             return_exceptions=True,

@@ -9,7 +9,7 @@ no-hang work, with today's code, so a later change that breaks such runs fails C
   hook writes through the store activity in its turn;
 - ``lifecycle``: a hook with warm_up/close registered at two points (one object);
 - ``compaction_offload``: ``ToolResultOffloadCompactor`` moves older results to a store through
-  the compaction family's ``store_compacted_result`` activity;
+  the ``store_tool_result`` activity it shares with the offloading family;
 - ``audit``: ``AuditHook`` at ``before_tool`` and ``after_tool`` (its note kept in the run's
   ``AuditLedger`` slot) writes each step's records through ``write_audit_records``.
 
@@ -52,7 +52,7 @@ PATHS = (
 #: The activity each of these paths must have scheduled (what makes the history that path's).
 PATH_ACTIVITY = {
     "offload_in_workflow": "store_tool_result",
-    "compaction_offload": "store_compacted_result",
+    "compaction_offload": "store_tool_result",
     "audit": "write_audit_records",
 }
 

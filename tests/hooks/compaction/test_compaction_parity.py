@@ -737,14 +737,14 @@ class FakeWorkflow:
         monkeypatch.setattr(workflow, "info", lambda: type("Info", (), {"workflow_id": "run-7"})())
         monkeypatch.setattr(workflow, "uuid4", self.uuid4)
         monkeypatch.setattr(workflow, "instance", lambda: None)  # a workflow without a run context
-        monkeypatch.setattr(offload_module, "store_compacted", self.store_result)
+        monkeypatch.setattr(offload_module, "store_result", self.store_result)
         monkeypatch.setattr(offload_module, "run_logger", lambda name: __import__("logging").getLogger(name))
 
     def uuid4(self) -> uuid.UUID:
         self.uuids += 1
         return uuid.UUID(int=self.uuids)
 
-    async def store_result(self, request, deadline):
+    async def store_result(self, request, deadline, summary=None):
         self.requests.append((request, deadline))
         outcome = self.outcomes.get(len(self.requests))
         if outcome is not None:
@@ -754,11 +754,11 @@ class FakeWorkflow:
 
 def activity_error(cause: BaseException) -> ActivityError:
     error = ActivityError(
-        "store_compacted_result failed",
+        "store_tool_result failed",
         scheduled_event_id=1,
         started_event_id=2,
         identity="worker",
-        activity_type="store_compacted_result",
+        activity_type="store_tool_result",
         activity_id="1",
         retry_state=RetryState.NON_RETRYABLE_FAILURE,
     )

@@ -1,7 +1,7 @@
 """Haystack-parity compaction in real runs: the Temporal dev server, moto S3, the real openai SDK and the
 scripted OpenAI-compatible model server (labelled as such; never a real model).
 
-- ``ToolResultOffloadCompactor`` writes older results through the ``store_compacted_result`` activity to the
+- ``ToolResultOffloadCompactor`` writes older results through the ``store_tool_result`` activity to the
   run's scope of the store; the pointers read back; the run replays without writing again;
 - ``SummarizationCompactor(chat_generator=ChatGeneratorSpec(...))`` sends the spec's model and
   generation parameters, and (once the model activity takes an endpoint) reaches the named endpoint.
@@ -78,7 +78,7 @@ async def test_offload_compactor_writes_through_the_store_activity(client, worke
     assert sum("Tool result offloaded" in str(m.get("content")) for m in last_request["messages"]) == len(offloaded)
 
     history = await handle.workflow.fetch_history()
-    assert scheduled(history, "store_compacted_result") == len(references)
+    assert scheduled(history, "store_tool_result") == len(references)
     replayed = await Replayer(workflows=[AgentWorkflow], plugins=[AgentPlugin()]).replay_workflow(history)
     assert replayed.replay_failure is None
 
