@@ -33,7 +33,6 @@ from temporalio.worker.workflow_sandbox._importer import Importer
 from temporalio.worker.workflow_sandbox._restrictions import RestrictionContext
 
 from core.sandbox_refusal import sandbox_refusal_message
-from core.serialization import current_path
 from core.spec import AgentSpec
 from hooks.from_function import FunctionHook
 
@@ -155,7 +154,7 @@ def sandbox_import_problem(module: str) -> str | None:
 
 def _module_of(path: str) -> str | None:
     """The imported module an import path (``module.Qualified.Name``) lives in."""
-    parts = current_path(path).split(".")
+    parts = path.split(".")
     return next((name for end in range(len(parts) - 1, 0, -1) if (name := ".".join(parts[:end])) in sys.modules), None)
 
 

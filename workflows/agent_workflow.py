@@ -7,29 +7,66 @@ in place. See DESIGN.md "The run loop" for the rules this file implements.
 from __future__ import annotations
 
 import asyncio
+import builtins
 from datetime import timedelta
 from typing import Any
 
 from pydantic import TypeAdapter
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, FailureError, RetryState, TimeoutError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    FailureError,
+    RetryState,
+    TimeoutError,
+    is_cancelled_exception,
+)
 
 with workflow.unsafe.imports_passed_through():
     from activities.model import ModelCallInput, call_model
     from activities.tool_invocation import OffloadInstruction, ToolInvocationInput, call_tool
     from core.messages import ChatMessage, ToolCall
-    from core.payloads import AgentRunInput, AgentRunResult, RunSnapshot, RunStatus, add_usage
+    from core.payloads import (
+        EXIT_CANCELLED,
+        EXIT_IDLE,
+        AgentRunInput,
+        AgentRunResult,
+        CancelRequest,
+        MessageReceipt,
+        RunSnapshot,
+        RunStatus,
+        TurnResult,
+        UserMessage,
+        add_usage,
+    )
     from core.sandbox_refusal import sandbox_refusal_message
     from core.serialization import hook_import_path
     from core.spec import AFTER_RUN, AFTER_TOOL, BEFORE_LLM, BEFORE_RUN, BEFORE_TOOL, ON_EXIT, AgentSpec
     from core.state import State, replace_values
-    from core.wire import AGENT_SPEC_ERROR, HOOK_ERROR, MODEL_CALL_FAILED, RUN_STATUS_QUERY, WORKFLOW_TYPE
+    from core.wire import (
+        AGENT_SPEC_ERROR,
+        CANCEL_RUN_UPDATE,
+        HOOK_ERROR,
+        MESSAGE_REFUSED,
+        MODEL_CALL_FAILED,
+        RUN_STATUS_QUERY,
+        SEND_MESSAGE_UPDATE,
+        TURN_RESULT_QUERY,
+        USER_MESSAGE_SIGNAL,
+        WORKFLOW_TYPE,
+    )
     from hooks import lifecycle
     from hooks.context import RunContext
     from hooks.family import register_family_handlers
     from hooks.protocol import TASK_RETRYING_ERRORS, HasMemory, OffloadsInToolActivity
+    from workflows.conversation import Conversation, MessageRefused, cancelled_tool_results
     from workflows.spans import hook_point_span, hook_span, model_call_span, run_span, tool_call_span
     from workflows.stored_conversation import StoredConversation
+
+#: The reason of a cancel that came without one (Temporal's own cancel: the UI, ``temporal workflow cancel``).
+DEFAULT_CANCEL_REASON = "cancelled through Temporal (no reason given)"
+#: How long a run started without messages and without ``wait_for_user`` waits for its first message.
+FIRST_MESSAGE_TIMEOUT = timedelta(minutes=5)
 
 
 def hook_failure(hook: Any, point: str, step: int, err: Exception) -> ApplicationError:
@@ -86,11 +123,24 @@ class AgentWorkflow:
     (``HookFamily.register_handlers``).
     """
 
-    def __init__(self) -> None:
+    @workflow.init
+    def __init__(self, run_input: AgentRunInput) -> None:
         self.run_context: RunContext | None = None
         self._done = False
         self._continuations = 0
         self._conversation = StoredConversation()
+        # Made here, not in run(): a message sent with the start (update-with-start) is handled
+        # before run() begins, and Temporal does not hold Updates for handlers registered later.
+        snapshot = run_input.snapshot
+        self.chat = Conversation(
+            run_input.agent.get("participants"),
+            session=run_input.wait_for_user_seconds is not None,
+            snapshot=snapshot.session if snapshot else None,
+        )
+        self._cancel_reason: str | None = None
+        self._body: asyncio.Task[None] | None = None
+        #: Results of this step's tool calls whose activity has completed, by call id.
+        self._finished_tool_results: dict[str, ChatMessage] = {}
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -113,7 +163,65 @@ class AgentWorkflow:
             token_usage=data.get("token_usage") or {},
             hook_token_usage=context.hook_token_usage,
             continuations=self._continuations,
+            turn=self.chat.turn if self.chat else 1,
+            waiting_for_user=bool(self.chat and self.chat.waiting_for_user),
         )
+
+    @workflow.query(name=TURN_RESULT_QUERY)
+    def turn_result(self, turn: int) -> TurnResult | None:
+        """The finished turn ``turn`` (None while it runs or before it begins)."""
+        return self.chat.result_of(turn) if self.chat else None
+
+    # -- conversation handlers (DESIGN.md "Conversations") -------------------------------------
+
+    @workflow.update(name=SEND_MESSAGE_UPDATE)
+    def send_message(self, message: UserMessage) -> MessageReceipt:
+        """Accept a message for the next step boundary (or the next turn); returns its receipt."""
+        try:
+            self.check_message(message)
+            return self._require_chat().accept(message)
+        except MessageRefused as err:
+            raise ApplicationError(str(err), type=MESSAGE_REFUSED, non_retryable=True) from err
+
+    @send_message.validator
+    def check_message(self, message: UserMessage) -> None:
+        """Refuse before history: a closed or cancelling run, empty or too long text, a sender not allowed."""
+        if self._cancel_reason is not None:
+            raise MessageRefused(f"The run is being cancelled ({self._cancel_reason}); it accepts no more messages.")
+        self._require_chat().check(message)
+
+    @workflow.signal(name=USER_MESSAGE_SIGNAL)
+    def user_message(self, message: UserMessage) -> None:
+        """Fire-and-forget message; a refused one is logged and ignored."""
+        try:
+            self.check_message(message)
+            self._require_chat().accept(message)
+        except MessageRefused as err:
+            workflow.logger.warning("Ignored user_message signal (sender %s): %s", message.sender, err)
+
+    @workflow.update(name=CANCEL_RUN_UPDATE)
+    def cancel_run(self, request: CancelRequest) -> RunStatus:
+        """End the run as cancelled (see :meth:`_after_cancel`); returns the status as the request left it."""
+        self._request_cancel(request.reason or "cancelled by the user (no reason given)")
+        return self.run_status()
+
+    @cancel_run.validator
+    def check_cancel(self, request: CancelRequest) -> None:
+        """Refuse to cancel a run that has finished."""
+        if self._done:
+            raise MessageRefused(f"Run {workflow.info().workflow_id} has already finished; there is nothing to cancel.")
+
+    def _request_cancel(self, reason: str) -> None:
+        """Interrupt the turns wherever they are; the run then ends as cancelled (first reason wins)."""
+        if self._cancel_reason is None:
+            self._cancel_reason = reason
+        if self._body is not None and not self._body.done():
+            self._body.cancel()
+
+    def _require_chat(self) -> Conversation:
+        if self.chat is None:
+            raise MessageRefused("The run has not started yet; send the message again.")
+        return self.chat
 
     # -- the run -----------------------------------------------------------------------------
 
@@ -153,6 +261,17 @@ class AgentWorkflow:
                 for hook in hooks:
                     await self._lifecycle(hook, "close", lifecycle.close_async)
 
+    @staticmethod
+    async def _uninterruptible(step: Any) -> Any:
+        """Await ``step`` to its end even if Temporal cancels the run meanwhile (clean-up must finish)."""
+        task = asyncio.ensure_future(step)
+        while True:
+            try:
+                return await asyncio.shield(task)
+            except asyncio.CancelledError:
+                if task.done():
+                    return task.result()
+
     async def _lifecycle(self, hook: Any, stage: str, step: Any) -> None:
         """Await ``step(hook)`` (its ``warm_up``/``close``, async variant first); its error ends the run."""
         try:
@@ -166,6 +285,7 @@ class AgentWorkflow:
     async def _run(self, agent: AgentSpec, run_input: AgentRunInput) -> AgentRunResult:
         context = self._require_context()
         state = context.state
+        self._run_input = run_input
         snapshot = run_input.snapshot
         if snapshot is not None:
             self._continuations = snapshot.continuations
@@ -173,23 +293,24 @@ class AgentWorkflow:
                 count = snapshot.conversation[0]
                 self._conversation = StoredConversation(state.data["messages"][:count], snapshot.conversation)
             self._restore_hook_memory(agent, snapshot.hook_memory)
-        else:
-            await self._run_hooks(BEFORE_RUN)
+        self._body = asyncio.ensure_future(self._turns(agent, run_input))
+        if self._cancel_reason is not None:  # cancel_run came with the run's first task
+            self._body.cancel()
+        try:
+            await self._body
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                task.uncancel()  # Temporal's own cancel: handled here, the run goes on to clean up
+            await self._uninterruptible(self._after_cancel(self._cancel_reason or DEFAULT_CANCEL_REASON))
+        return await self._uninterruptible(self._finish(agent))
 
-        step = state.data.get("step_count", 0)
-        while step < agent.max_agent_steps:
-            if not await self._step():
-                break
-            step = state.data["step_count"]
-            if step < agent.max_agent_steps and self._should_continue_as_new(agent):
-                if not workflow.all_handlers_finished():
-                    await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(self._snapshot_input(agent, run_input))
-        else:
-            # Steps exhausted: on_exit does not run.
-            state.set("exit_reason", EXIT_MAX_STEPS)
-
-        await self._run_hooks(AFTER_RUN)
+    async def _finish(self, agent: AgentSpec) -> AgentRunResult:
+        context = self._require_context()
+        chat = self._require_chat()
+        chat.closed = True
+        if chat.inbox:  # accepted while the last turn ran out of steps: kept in the conversation
+            context.state.set("messages", chat.take())
         self._done = True
         context.phase = "done"
         # Let in-flight Update handlers reply before the workflow completes.
@@ -197,10 +318,123 @@ class AgentWorkflow:
             await workflow.wait_condition(workflow.all_handlers_finished)
         return self._result(agent)
 
+    async def _turns(self, agent: AgentSpec, run_input: AgentRunInput) -> None:
+        """The run's turns: one, or a session's turns until ``wait_for_user`` passes with no message."""
+        chat = self._require_chat()
+        snapshot = run_input.snapshot
+        if snapshot is None:
+            begin, need_message = True, not any(m.role.value == "user" for m in run_input.messages)
+        else:
+            begin = need_message = chat.between_turns
+        while True:
+            if need_message:
+                if not await self._wait_for_user(run_input):
+                    self._require_context().state.set("exit_reason", EXIT_IDLE)
+                    return
+            await self._turn(agent, begin)
+            if not chat.session:
+                return
+            begin = need_message = True
+            if self._should_continue_as_new(agent):
+                await self._continue_as_new(agent, run_input, between_turns=True)
+
+    async def _wait_for_user(self, run_input: AgentRunInput) -> bool:
+        """Wait for a message to start the next turn; False when ``wait_for_user`` passed without one."""
+        chat = self._require_chat()
+        context = self._require_context()
+        if chat.inbox:
+            got = True
+        else:
+            seconds = run_input.wait_for_user_seconds
+            timeout = timedelta(seconds=seconds) if seconds is not None else FIRST_MESSAGE_TIMEOUT
+            context.phase = "waiting_for_user"
+            if chat.session:
+                messages = context.state.data["messages"]
+                chat.set_waiting(True, messages[-1] if messages else None)
+            try:
+                await workflow.wait_condition(lambda: bool(chat.inbox), timeout=timeout)
+                got = True
+            except builtins.TimeoutError:
+                got = False
+            if chat.session:  # (a cancel clears it in _after_cancel)
+                chat.set_waiting(False)
+        if got and chat.turn_results and chat.turn_results[-1].turn == chat.turn:
+            chat.turn += 1
+            state = context.state
+            for key, value in (("step_count", 0), ("exit_reason", None), ("stop_run", None), ("continue_run", False)):
+                state.set(key, value, handler_override=replace_values)
+        return got
+
+    async def _turn(self, agent: AgentSpec, begin: bool) -> None:
+        """One Haystack ``Agent.run`` over the conversation so far: before_run, steps, after_run."""
+        chat = self._require_chat()
+        state = self._require_context().state
+        chat.in_turn = True
+        if begin:
+            if chat.inbox:
+                state.set("messages", chat.take())
+            await self._run_hooks(BEFORE_RUN)
+        while state.data.get("step_count", 0) < agent.max_agent_steps:
+            if not await self._step():
+                # A message that came during the last step is answered in this turn.
+                if chat.inbox and state.data.get("stop_run") is None:
+                    continue
+                break
+            if state.data["step_count"] < agent.max_agent_steps and self._should_continue_as_new(agent):
+                await self._continue_as_new(agent, self._run_input, between_turns=False)
+        else:
+            # Steps exhausted: on_exit does not run.
+            state.set("exit_reason", EXIT_MAX_STEPS)
+        chat.in_turn = False
+        if not chat.session:
+            chat.closed = True
+        await self._run_hooks(AFTER_RUN)
+        self._end_turn(state.data.get("exit_reason"))
+
+    def _end_turn(self, exit_reason: str | None) -> None:
+        data = self._require_context().state.data
+        messages = data["messages"]
+        self._require_chat().finish_turn(
+            TurnResult(
+                turn=self._require_chat().turn,
+                last_message=messages[-1] if messages else None,
+                exit_reason=exit_reason,
+                step_count=data.get("step_count", 0),
+            )
+        )
+
+    async def _continue_as_new(self, agent: AgentSpec, run_input: AgentRunInput, between_turns: bool) -> None:
+        if not workflow.all_handlers_finished():
+            await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(self._snapshot_input(agent, run_input, between_turns))
+
+    async def _after_cancel(self, reason: str) -> None:
+        """End the run cleanly: close waiting requests as cancelled, give every call a result,
+        run after_run when a turn was under way; ``close`` follows in :meth:`run`."""
+        self._cancel_reason = reason
+        context = self._require_context()
+        chat = self._require_chat()
+        chat.closed = True
+        if chat.session:
+            chat.set_waiting(False)
+        context.cancel_pending(reason)
+        state = context.state
+        missing = cancelled_tool_results(state.data["messages"], self._finished_tool_results, reason)
+        if missing:
+            state.set("messages", missing)
+        state.set("exit_reason", EXIT_CANCELLED)
+        if chat.in_turn:
+            chat.in_turn = False
+            await self._run_hooks(AFTER_RUN)
+            state.set("exit_reason", EXIT_CANCELLED)
+            self._end_turn(EXIT_CANCELLED)
+
     async def _step(self) -> bool:
         """One step: model call, then tools. Returns False when the run should stop."""
         context = self._require_context()
         agent, state = context.agent, context.state
+        if (chat := self._require_chat()).inbox:  # delivered at the step boundary, in arrival order
+            state.set("messages", chat.take())
         state.set("tools", list(agent.tool_specs), handler_override=replace_values)
         await self._run_hooks(BEFORE_LLM)
         if (reason := state.data.get("stop_run")) is not None:
@@ -221,6 +455,8 @@ class AgentWorkflow:
             with model_call_span(agent.model):
                 output = await call_model(request, retry_timeout=agent.model_retry_timeout)
         except ActivityError as err:
+            if is_cancelled_exception(err):
+                raise asyncio.CancelledError() from err
             raise model_call_failure(err, agent.model_retry_timeout) from err
         reply = output.message
         self._conversation.record(sent, reply, output.conversation_head)
@@ -242,6 +478,7 @@ class AgentWorkflow:
         calls = list(last.tool_calls) if last is not None else []
         context.phase = "tools"
         tool_messages = await self._run_tools(calls)
+        self._finished_tool_results = {}
         state.set("messages", tool_messages)
         if tool_messages:
             counts = dict(state.data.get("tool_call_counts") or {})
@@ -316,7 +553,10 @@ class AgentWorkflow:
                         offload=self._offload_instruction(call, index),
                     )
                 )
-            return ChatMessage.from_tool(output.result, origin=call, error=output.error, meta=output.meta)
+            message = ChatMessage.from_tool(output.result, origin=call, error=output.error, meta=output.meta)
+            if call.id is not None:
+                self._finished_tool_results[call.id] = message
+            return message
 
         return list(await asyncio.gather(*(run_one(i, c) for i, c in enumerate(calls))))
 
@@ -357,6 +597,8 @@ class AgentWorkflow:
                 except TASK_RETRYING_ERRORS:
                     raise
                 except Exception as err:
+                    if is_cancelled_exception(err):  # the hook's activity was cancelled with the run
+                        raise asyncio.CancelledError() from err
                     raise hook_failure(hook, point, context.state.data.get("step_count", 0), err) from err
 
     @staticmethod
@@ -411,7 +653,7 @@ class AgentWorkflow:
             or info.get_current_history_length() >= agent.continue_as_new_after_events
         )
 
-    def _snapshot_input(self, agent: AgentSpec, run_input: AgentRunInput) -> AgentRunInput:
+    def _snapshot_input(self, agent: AgentSpec, run_input: AgentRunInput, between_turns: bool) -> AgentRunInput:
         state = self._require_context().state
         data = {k: v for k, v in state.data.items() if k != "tools"}
         # Carry only a stored prefix the messages still start with: a hook may have rewritten the
@@ -423,8 +665,21 @@ class AgentWorkflow:
             hook_token_usage=self._require_context().hook_token_usage,
             continuations=self._continuations + 1,
             conversation=None if head is None else (len(state.data["messages"]) - len(tail), head),
+            session=self._session_snapshot(run_input, between_turns),
         )
-        return AgentRunInput(agent=run_input.agent, hook_context=run_input.hook_context, snapshot=snapshot)
+        return AgentRunInput(
+            agent=run_input.agent,
+            hook_context=run_input.hook_context,
+            snapshot=snapshot,
+            wait_for_user_seconds=run_input.wait_for_user_seconds,
+        )
+
+    def _session_snapshot(self, run_input: AgentRunInput, between_turns: bool) -> Any:
+        """The conversation's part of the snapshot; None for a run that never got a message."""
+        chat = self._require_chat()
+        if run_input.wait_for_user_seconds is None and not chat.receipts and chat.turn == 1 and not chat.turn_results:
+            return None
+        return chat.snapshot(between_turns)
 
     def _result(self, agent: AgentSpec) -> AgentRunResult:
         data = self._require_context().state.data
@@ -439,6 +694,7 @@ class AgentWorkflow:
             tool_call_counts=data.get("tool_call_counts") or {},
             state={key: data[key] for key in agent.state_schema if key in data},
             continuations=self._continuations,
+            turn=self._require_chat().turn,
         )
 
     def _require_context(self) -> RunContext:
