@@ -17,7 +17,7 @@ from temporalio.client import Client
 from agent.client import connect
 from agent.dev.scripted_model import ScriptedModelServer
 from agent.dev.stack import DevStack
-from tests.conversation_support import CONVERSATION_TOOLS
+from bench.cancel_support import CONVERSATION_TOOLS
 from tests.tools import TEST_TOOLS
 from worker import create_worker
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import sys
 from datetime import timedelta
 from typing import Any
 
@@ -298,7 +299,9 @@ class AgentWorkflow:
             self._body.cancel()
         try:
             await self._body
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, ActivityError):
+            if not is_cancelled_exception(sys.exc_info()[1]):
+                raise
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 task.uncancel()  # Temporal's own cancel: handled here, the run goes on to clean up
@@ -544,13 +547,15 @@ class AgentWorkflow:
                     error=True,
                 )
             async with bound, tool_call_span(call, step):
-                output = await call_tool(
-                    ToolInvocationInput(
-                        run_id=context.run_id,
-                        tool_call=call,
-                        call_key=call.id or f"step{step}-call{index}",
-                        step=step,
-                        offload=self._offload_instruction(call, index),
+                output = await self._cancellable(
+                    call_tool(
+                        ToolInvocationInput(
+                            run_id=context.run_id,
+                            tool_call=call,
+                            call_key=call.id or f"step{step}-call{index}",
+                            step=step,
+                            offload=self._offload_instruction(call, index),
+                        )
                     )
                 )
             message = ChatMessage.from_tool(output.result, origin=call, error=output.error, meta=output.meta)
@@ -558,7 +563,23 @@ class AgentWorkflow:
                 self._finished_tool_results[call.id] = message
             return message
 
-        return list(await asyncio.gather(*(run_one(i, c) for i, c in enumerate(calls))))
+        # return_exceptions: a cancel waits for every call's activity to acknowledge it.
+        outcomes = await asyncio.gather(*(run_one(i, c) for i, c in enumerate(calls)), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return list(outcomes)
+
+    @staticmethod
+    async def _cancellable(activity: Any) -> Any:
+        """Await an activity; its cancellation (the run's cancel reached it) is raised as
+        ``asyncio.CancelledError``, which the run loop turns into a clean cancelled end."""
+        try:
+            return await activity
+        except ActivityError as err:
+            if is_cancelled_exception(err):
+                raise asyncio.CancelledError() from err
+            raise
 
     def _offload_instruction(self, call: ToolCall, position: int) -> OffloadInstruction | None:
         """Whether the tool activity writes this call's result to a store itself (the instruction).

@@ -12,10 +12,10 @@ from temporalio.api.enums.v1 import EventType
 
 from agent import Agent, ChatMessage
 from agent.conversation import ConversationError, MessageRefusedError, TurnTimeoutError
+from bench.cancel_support import gate
 from core.payloads import UserMessage
 from core.wire import USER_MESSAGE_SIGNAL, WAITING_FOR_USER_MEMO_KEY
 from tests import tools as t
-from tests.conversation_support import gate
 from tests.hitl_helpers import ask_all, call, calls, signals_processed, wait_pending
 from tests.support.polling import eventually
 

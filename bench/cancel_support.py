@@ -1,11 +1,13 @@
-"""Tools and hooks of the conversation tests (hooks travel by import path, so they live in a module).
+"""Tools and hooks of the cancel drill and the conversation tests (hooks travel by import path, so
+they live in a module that a worker imports; ``tests`` imports it, it imports nothing from ``tests``).
 
 - :func:`gate`: a tool that runs until the test opens its gate (a file), so a test sends messages or
   cancels while a tool call is in flight, without sleeping;
 - :class:`CloseProbe`: a hook whose ``close`` marks the run's memo (``closed``), so a test sees
   that ``close`` ran after the run ended;
 - :class:`HookModelCall`: a ``before_llm`` hook that awaits a model call activity of its own on the
-  first step (the scripted model can hold it), for cancelling inside a hook's activity.
+  first step (the scripted model can hold it), for cancelling inside a hook's activity;
+- :func:`count_after_run`: an ``after_run`` hook counting its runs in the State key ``after_run``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from temporalio import workflow
 from core.messages import ChatMessage
 from core.state import State
 from core.tools import tool
+from hooks import hook
 
 with workflow.unsafe.imports_passed_through():
     from activities.model import ModelCallInput
@@ -65,7 +68,7 @@ class CloseProbe:
         workflow.upsert_memo({CLOSED_MEMO_KEY: True})
 
     def to_dict(self) -> dict:
-        return {"type": "tests.conversation_support.CloseProbe", "init_parameters": {}}
+        return {"type": "bench.cancel_support.CloseProbe", "init_parameters": {}}
 
     @classmethod
     def from_dict(cls, data: dict) -> CloseProbe:
@@ -91,8 +94,18 @@ class HookModelCall:
             await call_model_from_hook(ModelCallInput(model=self.model, messages=[ChatMessage.from_user("summarise")]))
 
     def to_dict(self) -> dict:
-        return {"type": "tests.conversation_support.HookModelCall", "init_parameters": {"model": self.model}}
+        return {"type": "bench.cancel_support.HookModelCall", "init_parameters": {"model": self.model}}
 
     @classmethod
     def from_dict(cls, data: dict) -> HookModelCall:
         return cls(**data["init_parameters"])
+
+
+#: The ``state_schema`` entry :func:`count_after_run` needs.
+AFTER_RUN_SCHEMA = {"after_run": {"type": int}}
+
+
+@hook
+def count_after_run(state: State) -> None:
+    """after_run: count how many times after_run ran (``state["after_run"]``)."""
+    state.set("after_run", (state.data.get("after_run") or 0) + 1)
