@@ -7,19 +7,13 @@ in place. See DESIGN.md "The run loop" for the rules this file implements.
 from __future__ import annotations
 
 import asyncio
-import builtins
 import sys
-from datetime import timedelta
 from typing import Any
 
-from pydantic import TypeAdapter
 from temporalio import workflow
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
-    FailureError,
-    RetryState,
-    TimeoutError,
     is_cancelled_exception,
 )
 
@@ -28,8 +22,6 @@ with workflow.unsafe.imports_passed_through():
     from activities.tool_invocation import OffloadInstruction, ToolInvocationInput, call_tool
     from core.messages import ChatMessage, ToolCall
     from core.payloads import (
-        EXIT_CANCELLED,
-        EXIT_IDLE,
         AgentRunInput,
         AgentRunResult,
         CancelRequest,
@@ -41,15 +33,12 @@ with workflow.unsafe.imports_passed_through():
         add_usage,
     )
     from core.sandbox_refusal import sandbox_refusal_message
-    from core.serialization import hook_import_path
-    from core.spec import AFTER_RUN, AFTER_TOOL, BEFORE_LLM, BEFORE_RUN, BEFORE_TOOL, ON_EXIT, AgentSpec
-    from core.state import State, replace_values
+    from core.spec import AFTER_TOOL, BEFORE_LLM, BEFORE_TOOL, ON_EXIT, AgentSpec
+    from core.state import replace_values
     from core.wire import (
         AGENT_SPEC_ERROR,
         CANCEL_RUN_UPDATE,
-        HOOK_ERROR,
         MESSAGE_REFUSED,
-        MODEL_CALL_FAILED,
         RUN_STATUS_QUERY,
         SEND_MESSAGE_UPDATE,
         TURN_RESULT_QUERY,
@@ -60,62 +49,21 @@ with workflow.unsafe.imports_passed_through():
     from hooks.context import RunContext
     from hooks.family import register_family_handlers
     from hooks.protocol import TASK_RETRYING_ERRORS, HasMemory, OffloadsInToolActivity
-    from workflows.conversation import Conversation, MessageRefused, cancelled_tool_results
+    from workflows.conversation import Conversation, MessageRefused
+    from workflows.failures import (
+        EXIT_TEXT,
+        hook_failure,
+        initial_state,
+        model_call_failure,
+        model_exit_reason,
+    )
     from workflows.spans import hook_point_span, hook_span, model_call_span, run_span, tool_call_span
     from workflows.stored_conversation import StoredConversation
-
-#: The reason of a cancel that came without one (Temporal's own cancel: the UI, ``temporal workflow cancel``).
-DEFAULT_CANCEL_REASON = "cancelled through Temporal (no reason given)"
-#: How long a run started without messages and without ``wait_for_user`` waits for its first message.
-FIRST_MESSAGE_TIMEOUT = timedelta(minutes=5)
-
-
-def hook_failure(hook: Any, point: str, step: int, err: Exception) -> ApplicationError:
-    """The run's failure when a hook raised: names the hook, the point, the step and the error."""
-    name = hook_import_path(hook)
-    cause = err.cause if isinstance(err, ActivityError) and err.cause is not None else err
-    return ApplicationError(
-        f"Hook {name} failed at {point} (step {step}): {type(cause).__name__}: {cause}",
-        {"hook": name, "hook_point": point, "step": step, "error_type": type(cause).__name__},
-        type=HOOK_ERROR,
-        non_retryable=True,
-    )
-
-
-def model_call_failure(err: ActivityError, retry_timeout: timedelta) -> ApplicationError:
-    """The run's failure when a model call failed for good: non-retryable, or retried until the
-    agent's ``model_retry_timeout``. The message ends with the last attempt's error."""
-    last = err.cause  # what the activity's last attempt raised (its own causes are details)
-    last_error = last.message if isinstance(last, FailureError) else str(last or err)
-    if err.retry_state == RetryState.TIMEOUT or isinstance(last, TimeoutError):
-        why = f"it kept failing for {retry_timeout} (model_retry_timeout)"
-    else:
-        why = "retrying cannot fix it"
-    return ApplicationError(
-        f"The model call was given up: {why}. Last error: {last_error}",
-        {"retry_state": err.retry_state.name if err.retry_state else None},
-        type=MODEL_CALL_FAILED,
-        non_retryable=True,
-    )
-
-
-EXIT_TEXT = "text"
-EXIT_MAX_STEPS = "max_agent_steps"
-_INCOMPLETE_FINISH_REASONS = ("length", "content_filter")
-
-
-def model_exit_reason(reply: ChatMessage) -> str | None:
-    """Why a tool-call-free reply ends the run, or None (an empty reply does not), as in Haystack."""
-    if reply.tool_calls:
-        return None
-    finish_reason = reply.meta.get("finish_reason")
-    if finish_reason in _INCOMPLETE_FINISH_REASONS:
-        return finish_reason
-    return EXIT_TEXT if reply.text else None
+    from workflows.turns import DEFAULT_CANCEL_REASON, ConversationTurns
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
-class AgentWorkflow:
+class AgentWorkflow(ConversationTurns):
     """One agent run. Workflow id = run id.
 
     Its ``run_context`` is the run's :class:`~hooks.context.RunContext`, which hooks and the hook
@@ -212,13 +160,6 @@ class AgentWorkflow:
         if self._done:
             raise MessageRefused(f"Run {workflow.info().workflow_id} has already finished; there is nothing to cancel.")
 
-    def _request_cancel(self, reason: str) -> None:
-        """Interrupt the turns wherever they are; the run then ends as cancelled (first reason wins)."""
-        if self._cancel_reason is None:
-            self._cancel_reason = reason
-        if self._body is not None and not self._body.done():
-            self._body.cancel()
-
     def _require_chat(self) -> Conversation:
         if self.chat is None:
             raise MessageRefused("The run has not started yet; send the message again.")
@@ -243,7 +184,7 @@ class AgentWorkflow:
                 type=AGENT_SPEC_ERROR,
                 non_retryable=True,
             ) from err
-        state = self._initial_state(agent, run_input)
+        state = initial_state(agent, run_input)
         snapshot = run_input.snapshot
         context = RunContext(
             run_id=workflow.info().workflow_id,
@@ -261,17 +202,6 @@ class AgentWorkflow:
             finally:
                 for hook in hooks:
                     await self._lifecycle(hook, "close", lifecycle.close_async)
-
-    @staticmethod
-    async def _uninterruptible(step: Any) -> Any:
-        """Await ``step`` to its end even if Temporal cancels the run meanwhile (clean-up must finish)."""
-        task = asyncio.ensure_future(step)
-        while True:
-            try:
-                return await asyncio.shield(task)
-            except asyncio.CancelledError:
-                if task.done():
-                    return task.result()
 
     async def _lifecycle(self, hook: Any, stage: str, step: Any) -> None:
         """Await ``step(hook)`` (its ``warm_up``/``close``, async variant first); its error ends the run."""
@@ -307,130 +237,6 @@ class AgentWorkflow:
                 task.uncancel()  # Temporal's own cancel: handled here, the run goes on to clean up
             await self._uninterruptible(self._after_cancel(self._cancel_reason or DEFAULT_CANCEL_REASON))
         return await self._uninterruptible(self._finish(agent))
-
-    async def _finish(self, agent: AgentSpec) -> AgentRunResult:
-        context = self._require_context()
-        chat = self._require_chat()
-        chat.closed = True
-        if chat.inbox:  # accepted while the last turn ran out of steps: kept in the conversation
-            context.state.set("messages", chat.take())
-        self._done = True
-        context.phase = "done"
-        # Let in-flight Update handlers reply before the workflow completes.
-        if not workflow.all_handlers_finished():
-            await workflow.wait_condition(workflow.all_handlers_finished)
-        return self._result(agent)
-
-    async def _turns(self, agent: AgentSpec, run_input: AgentRunInput) -> None:
-        """The run's turns: one, or a session's turns until ``wait_for_user`` passes with no message."""
-        chat = self._require_chat()
-        snapshot = run_input.snapshot
-        if snapshot is None:
-            begin, need_message = True, not any(m.role.value == "user" for m in run_input.messages)
-        else:
-            begin = need_message = chat.between_turns
-        while True:
-            if need_message:
-                if not await self._wait_for_user(run_input):
-                    self._require_context().state.set("exit_reason", EXIT_IDLE)
-                    return
-            await self._turn(agent, begin)
-            if not chat.session:
-                return
-            begin = need_message = True
-            if self._should_continue_as_new(agent):
-                await self._continue_as_new(agent, run_input, between_turns=True)
-
-    async def _wait_for_user(self, run_input: AgentRunInput) -> bool:
-        """Wait for a message to start the next turn; False when ``wait_for_user`` passed without one."""
-        chat = self._require_chat()
-        context = self._require_context()
-        if chat.inbox:
-            got = True
-        else:
-            seconds = run_input.wait_for_user_seconds
-            timeout = timedelta(seconds=seconds) if seconds is not None else FIRST_MESSAGE_TIMEOUT
-            context.phase = "waiting_for_user"
-            if chat.session:
-                messages = context.state.data["messages"]
-                chat.set_waiting(True, messages[-1] if messages else None)
-            try:
-                await workflow.wait_condition(lambda: bool(chat.inbox), timeout=timeout)
-                got = True
-            except builtins.TimeoutError:
-                got = False
-            if chat.session:  # (a cancel clears it in _after_cancel)
-                chat.set_waiting(False)
-        if got and chat.turn_results and chat.turn_results[-1].turn == chat.turn:
-            chat.turn += 1
-            state = context.state
-            for key, value in (("step_count", 0), ("exit_reason", None), ("stop_run", None), ("continue_run", False)):
-                state.set(key, value, handler_override=replace_values)
-        return got
-
-    async def _turn(self, agent: AgentSpec, begin: bool) -> None:
-        """One Haystack ``Agent.run`` over the conversation so far: before_run, steps, after_run."""
-        chat = self._require_chat()
-        state = self._require_context().state
-        chat.in_turn = True
-        if begin:
-            if chat.inbox:
-                state.set("messages", chat.take())
-            await self._run_hooks(BEFORE_RUN)
-        while state.data.get("step_count", 0) < agent.max_agent_steps:
-            if not await self._step():
-                # A message that came during the last step is answered in this turn.
-                if chat.inbox and state.data.get("stop_run") is None:
-                    continue
-                break
-            if state.data["step_count"] < agent.max_agent_steps and self._should_continue_as_new(agent):
-                await self._continue_as_new(agent, self._run_input, between_turns=False)
-        else:
-            # Steps exhausted: on_exit does not run.
-            state.set("exit_reason", EXIT_MAX_STEPS)
-        chat.in_turn = False
-        if not chat.session:
-            chat.closed = True
-        await self._run_hooks(AFTER_RUN)
-        self._end_turn(state.data.get("exit_reason"))
-
-    def _end_turn(self, exit_reason: str | None) -> None:
-        data = self._require_context().state.data
-        messages = data["messages"]
-        self._require_chat().finish_turn(
-            TurnResult(
-                turn=self._require_chat().turn,
-                last_message=messages[-1] if messages else None,
-                exit_reason=exit_reason,
-                step_count=data.get("step_count", 0),
-            )
-        )
-
-    async def _continue_as_new(self, agent: AgentSpec, run_input: AgentRunInput, between_turns: bool) -> None:
-        if not workflow.all_handlers_finished():
-            await workflow.wait_condition(workflow.all_handlers_finished)
-        workflow.continue_as_new(self._snapshot_input(agent, run_input, between_turns))
-
-    async def _after_cancel(self, reason: str) -> None:
-        """End the run cleanly: close waiting requests as cancelled, give every call a result,
-        run after_run when a turn was under way; ``close`` follows in :meth:`run`."""
-        self._cancel_reason = reason
-        context = self._require_context()
-        chat = self._require_chat()
-        chat.closed = True
-        if chat.session:
-            chat.set_waiting(False)
-        context.cancel_pending(reason)
-        state = context.state
-        missing = cancelled_tool_results(state.data["messages"], self._finished_tool_results, reason)
-        if missing:
-            state.set("messages", missing)
-        state.set("exit_reason", EXIT_CANCELLED)
-        if chat.in_turn:
-            chat.in_turn = False
-            await self._run_hooks(AFTER_RUN)
-            state.set("exit_reason", EXIT_CANCELLED)
-            self._end_turn(EXIT_CANCELLED)
 
     async def _step(self) -> bool:
         """One step: model call, then tools. Returns False when the run should stop."""
@@ -570,17 +376,6 @@ class AgentWorkflow:
                 raise outcome
         return list(outcomes)
 
-    @staticmethod
-    async def _cancellable(activity: Any) -> Any:
-        """Await an activity; its cancellation (the run's cancel reached it) is raised as
-        ``asyncio.CancelledError``, which the run loop turns into a clean cancelled end."""
-        try:
-            return await activity
-        except ActivityError as err:
-            if is_cancelled_exception(err):
-                raise asyncio.CancelledError() from err
-            raise
-
     def _offload_instruction(self, call: ToolCall, position: int) -> OffloadInstruction | None:
         """Whether the tool activity writes this call's result to a store itself (the instruction).
 
@@ -637,35 +432,6 @@ class AgentWorkflow:
                 hook.restore(memory[key])
 
     # -- state, continue-as-new, result ------------------------------------------------------
-
-    @staticmethod
-    def _initial_state(agent: AgentSpec, run_input: AgentRunInput) -> State:
-        if run_input.snapshot is not None:
-            data = dict(run_input.snapshot.state)
-            data["messages"] = [ChatMessage.model_validate(m) for m in data.get("messages", [])]
-            data["tools"] = list(agent.tool_specs)
-            # The snapshot went through JSON: give state_schema keys their declared types back.
-            for key, definition in agent.state_schema.items():
-                if data.get(key) is not None:
-                    data[key] = TypeAdapter(definition["type"]).validate_python(data[key])
-            return State(schema=agent.state_schema, data=data)
-        messages = list(run_input.messages)
-        if agent.system_prompt and not (messages and messages[0].role.value == "system"):
-            messages.insert(0, ChatMessage.from_system(agent.system_prompt))
-        data: dict[str, Any] = {
-            "messages": messages,
-            "step_count": 0,
-            "token_usage": {},
-            "tool_call_counts": {t.name: 0 for t in agent.tool_specs},  # as Haystack: every tool, from 0
-            "exit_reason": None,
-            "continue_run": False,
-            "stop_run": None,
-            "tools": list(agent.tool_specs),
-            "hook_context": dict(run_input.hook_context),
-            "context_tokens": 0,
-        }
-        data.update(run_input.state)
-        return State(schema=agent.state_schema, data=data)
 
     def _should_continue_as_new(self, agent: AgentSpec) -> bool:
         info = workflow.info()
