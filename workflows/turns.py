@@ -18,7 +18,7 @@ from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from core.payloads import EXIT_CANCELLED, EXIT_IDLE, AgentRunInput, AgentRunResult, TurnResult
-    from core.spec import AFTER_RUN, BEFORE_RUN, AgentSpec
+    from core.spec import AFTER_RUN, AFTER_TOOL, BEFORE_RUN, BEFORE_TOOL, AgentSpec
     from core.state import replace_values
     from workflows.conversation import cancelled_tool_results
     from workflows.failures import EXIT_MAX_STEPS
@@ -156,9 +156,12 @@ class ConversationTurns:
 
     async def _after_cancel(self, reason: str) -> None:
         """End the run cleanly: close waiting requests as cancelled, give every call a result,
-        run after_run when a turn was under way; ``close`` follows in :meth:`run`."""
+        run after_tool when the cancel came between before_tool and after_tool (so the hooks that
+        pair the two, such as the audit, see the step's calls answered), and after_run when a turn
+        was under way; ``close`` follows in :meth:`run`."""
         self._cancel_reason = reason
         context = self._require_context()
+        interrupted = context.phase
         chat = self._require_chat()
         chat.closed = True
         if chat.session:
@@ -169,6 +172,8 @@ class ConversationTurns:
         if missing:
             state.set("messages", missing)
         state.set("exit_reason", EXIT_CANCELLED)
+        if chat.in_turn and interrupted in (BEFORE_TOOL, "tools"):
+            await self._run_hooks(AFTER_TOOL)
         if chat.in_turn:
             chat.in_turn = False
             await self._run_hooks(AFTER_RUN)

@@ -13,7 +13,9 @@ import pytest
 from agent import Agent, ChatMessage
 from agent.conversation import ConversationError
 from bench.cancel_drill import HOW, PHASES, cancel_one, drill
+from hooks.audit import AuditHook, AuditRecord, FileSystemAuditStore
 from tests import tools as t
+from tests.hitl_helpers import ask_all, call, calls, wait_pending
 
 
 @pytest.fixture
@@ -42,3 +44,29 @@ async def test_cancel_of_a_finished_run_is_a_clear_error(client, worker, scripte
     await handle.result()
     with pytest.raises(ConversationError, match="is not running"):
         await handle.cancel("too late")
+
+
+async def test_the_audit_records_calls_a_cancel_left_waiting_for_approval(
+    client, worker, scripted, model, run_id, tmp_path
+):
+    scripted.script(
+        model, [calls(call("add", id="c-add", a=1, b=2), call("echo", id="c-echo", text="x")), {"text": "x"}]
+    )
+    audit = AuditHook(FileSystemAuditStore(tmp_path))
+    agent = Agent(model=model, tools=[t.add, t.echo], hooks={"before_tool": [audit, ask_all()], "after_tool": [audit]})
+    handle = await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker)
+    await wait_pending(handle, count=2)
+
+    await handle.cancel("closed by ann")
+    result = await handle.result()
+
+    assert result.exit_reason == "cancelled"
+    assert [m.tool_call_result.result for m in result.messages[-2:]] == [
+        "Tool call 'add' was cancelled: the run was cancelled (closed by ann).",
+        "Tool call 'echo' was cancelled: the run was cancelled (closed by ann).",
+    ]
+    records = sorted((tmp_path / run_id).rglob("*.json"))
+    assert [p.name for p in records] == ["c-add.json", "c-echo.json"]
+    parsed = [AuditRecord.model_validate_json(p.read_text()) for p in records]
+    assert [(r.tool_name, r.error, r.step) for r in parsed] == [("add", True, 0), ("echo", True, 0)]
+    assert await handle.pending_confirmations() == []
