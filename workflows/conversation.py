@@ -59,6 +59,8 @@ class Conversation:
         self.message_count = snapshot.message_count
         #: The turn loop is running steps (a message now is delivered into this turn).
         self.in_turn = False
+        #: The current turn has begun (a message now goes to the next one unless it is still running).
+        self.turn_begun = bool(self.turn_results and self.turn_results[-1].turn == self.turn)
         #: The run accepts no more messages (finished, or a run without a session past its turn).
         self.closed = False
         self.waiting_for_user = False
@@ -110,8 +112,9 @@ class Conversation:
         return receipt
 
     def next_turn(self) -> int:
-        """The turn a message accepted now starts (the current one before the first turn begins)."""
-        return self.turn + 1 if self.turn_results and self.turn_results[-1].turn == self.turn else self.turn
+        """The turn a message accepted outside a running turn goes to: the next one once the current
+        turn has begun (it may be in its ``after_run``), else the current one (before the first turn)."""
+        return self.turn + 1 if self.turn_begun else self.turn
 
     # -- delivering --------------------------------------------------------------------------
 

@@ -106,6 +106,7 @@ class ConversationTurns:
                 chat.set_waiting(False)
         if got and chat.turn_results and chat.turn_results[-1].turn == chat.turn:
             chat.turn += 1
+            chat.turn_begun = False
             state = context.state
             for key, value in (("step_count", 0), ("exit_reason", None), ("stop_run", None), ("continue_run", False)):
                 state.set(key, value, handler_override=replace_values)
@@ -115,15 +116,19 @@ class ConversationTurns:
         """One Haystack ``Agent.run`` over the conversation so far: before_run, steps, after_run."""
         chat = self._require_chat()
         state = self._require_context().state
-        chat.in_turn = True
+        chat.in_turn = chat.turn_begun = True
         if begin:
             if chat.inbox:
                 state.set("messages", chat.take())
             await self._run_hooks(BEFORE_RUN)
         while state.data.get("step_count", 0) < agent.max_agent_steps:
             if not await self._step():
-                # A message that came during the last step is answered in this turn.
-                if chat.inbox and state.data.get("stop_run") is None:
+                # A message that came during the last step is answered in this turn, while steps remain.
+                if (
+                    chat.inbox
+                    and state.data.get("stop_run") is None
+                    and state.data["step_count"] < agent.max_agent_steps
+                ):
                     continue
                 break
             if state.data["step_count"] < agent.max_agent_steps and self._should_continue_as_new(agent):

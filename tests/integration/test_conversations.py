@@ -303,3 +303,26 @@ async def test_agent_send_starts_a_run_then_adds_to_it(client, worker, scripted,
     starts = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED]
     assert len(starts) == 1
     assert json.loads(json.dumps(result.messages[0].meta))["sender"] == "ann"
+
+
+async def test_a_message_sent_during_the_model_call_that_ends_the_turn_is_answered_in_that_turn(
+    client, worker, scripted, model, run_id, gates
+):
+    scripted.script(model, [{"text": "first answer", "hold_until": str(gates / "reply.open")}, {"text": "second"}])
+    handle = await Agent(model=model, tools=[t.add]).start(
+        client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker
+    )
+    await eventually(lambda: len(scripted.requests(model)) == 1, message="the model was never called")
+    receipt = await handle.send_message("one more thing")
+    (gates / "reply.open").touch()
+    result = await handle.result()
+
+    assert receipt.turn == 1
+    assert [(m.role.value, m.text) for m in result.messages] == [
+        ("user", "go"),
+        ("assistant", "first answer"),
+        ("user", "one more thing"),
+        ("assistant", "second"),
+    ]
+    assert (result.exit_reason, result.step_count) == ("text", 2)
+    assert sent_roles_and_texts(scripted.requests(model)[1])[-1] == ("user", "one more thing")
