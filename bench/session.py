@@ -54,7 +54,11 @@ async def run_session(client, task_queue: str, scripted: ScriptedModelServer, tu
     def timed_next(name, body):  # when each model request arrives (the bench's own clock)
         if name == model:
             arrivals.append(time.perf_counter())
-        return original_next(name, body)
+        reply = original_next(name, body)
+        # The scripted model logs every request body (the whole conversation each turn): drop them,
+        # or that log, not the worker, is what the RSS measures.
+        scripted._script.requests[name].clear()
+        return reply
 
     scripted._script.next = timed_next
     agent = Agent(model=model, system_prompt="You are brief.")
