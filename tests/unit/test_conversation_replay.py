@@ -6,7 +6,8 @@ breaks such runs fails CI:
 - ``session_idle``: a session of two turns, then ``wait_for_user`` passes: ``exit_reason="idle"``;
 - ``session_continue_as_new_first`` / ``_last``: the first and the last workflow run of a session
   that continued as new between turns (the last starts from the snapshot: turn, receipts, State);
-- ``cancel_tool``: ``cancel_run`` while a tool activity runs (the activity acknowledges the cancel);
+- ``cancel_tool``: ``cancel_run`` while a tool activity runs (the activity acknowledges the cancel;
+  ``after_tool`` runs on the answered calls, so the audit writes their records);
 - ``temporal_cancel_approval``: Temporal's own cancel while a confirmation waits.
 
 Re-record after an intended change with
@@ -28,6 +29,7 @@ from agent import Agent, ChatMessage
 from bench.cancel_support import gate
 from core.payloads import UserMessage
 from core.wire import USER_MESSAGE_SIGNAL
+from hooks.audit import AuditHook, FileSystemAuditStore
 from runtime.plugin import AgentPlugin
 from tests import tools as t
 from tests.hitl_helpers import ask_all, call, calls, wait_pending
@@ -104,7 +106,9 @@ async def _record(path: str, client, worker: str, scripted, model: str, run_id: 
         scripted.script(
             model, [calls(call("gate", id="g1", label="c1"), call("add", id="a1", a=1, b=1)), {"text": "x"}]
         )
-        handle = await Agent(model=model, tools=[gate, t.add]).start(client, go, run_id=run_id, task_queue=worker)
+        audit = AuditHook(FileSystemAuditStore(gates / "audit"))
+        agent = Agent(model=model, tools=[gate, t.add], hooks={"before_tool": [audit], "after_tool": [audit]})
+        handle = await agent.start(client, go, run_id=run_id, task_queue=worker)
         await eventually(lambda: (gates / "c1.started").exists(), message="gate never started")
         await handle.cancel("recorded cancel")
         assert (await handle.result()).exit_reason == "cancelled"
@@ -142,3 +146,9 @@ async def test_replay_history(path):
         assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED in types
     if path == "cancel_tool":
         assert EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED in types
+        scheduled = [
+            e.activity_task_scheduled_event_attributes.activity_type.name
+            for e in history.events
+            if e.HasField("activity_task_scheduled_event_attributes")
+        ]
+        assert scheduled[-1] == "write_audit_records"
