@@ -155,13 +155,17 @@ class ToolActivities:
 
 
 async def call_tool(request: ToolInvocationInput) -> ToolInvocationOutput:
-    """Workflow side: run one tool call in ``invoke_tool``; heartbeats catch a crashed worker."""
+    """Workflow side: run one tool call in ``invoke_tool``; heartbeats catch a crashed worker.
+
+    A cancelled run waits for the activity to acknowledge the cancel (the activity heartbeats
+    every second, so a running tool gets ``asyncio.CancelledError`` within a beat or two)."""
     return await workflow.execute_activity_method(
         ToolActivities.invoke_tool,
         request,
         start_to_close_timeout=timedelta(hours=1),
         heartbeat_timeout=HEARTBEAT_TIMEOUT,
         retry_policy=TOOL_RETRY_POLICY,
+        cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         summary=request.tool_call.tool_name,
     )
 

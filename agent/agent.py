@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
 
-from agent.client import AgentRunHandle, start_run
+from agent.client import AgentRunHandle, run_input_for, start_run
+from agent.conversation import start_or_send
 from core.messages import ChatMessage
+from core.payloads import MessageReceipt, UserMessage
 from core.settings import DEFAULT_TASK_QUEUE
 from core.spec import AgentSpec
 from runtime.sandbox import check_hook_modules
@@ -39,6 +42,7 @@ class Agent(AgentSpec):
         state: dict[str, Any] | None = None,
         tools: list[Any] | None = None,
         generation_kwargs: dict[str, Any] | None = None,
+        wait_for_user: timedelta | None = None,
     ) -> AgentRunHandle:
         """Start a durable run; returns at once with a handle.
 
@@ -51,11 +55,46 @@ class Agent(AgentSpec):
         :param tools: This run's tools, by name (or ``Tool``): a subset of the agent's, as Haystack's
             ``Agent.run(tools=...)``. The run's recorded spec holds only these.
         :param generation_kwargs: Model settings for this run only, over ``model_settings``.
+        :param wait_for_user: Make the run a session: after each turn it waits this long for the
+            next message (``handle.send_message``), then ends with ``exit_reason="idle"``. None:
+            the run ends after its first turn.
         :raises ValueError: If ``hook_context``, ``state`` or ``generation_kwargs`` is not JSON-serialisable,
-            ``state`` names unknown keys, or ``tools`` names a tool the agent does not have.
+            ``state`` names unknown keys, ``tools`` names a tool the agent does not have, or
+            ``wait_for_user`` is not a positive timedelta.
         :raises core.checks.ConfigurationError: If the namespace lacks a search attribute a hook sets
             (checked once per client), with the command that registers it.
         """
         return await start_run(
-            self, client, messages, run_id, task_queue, hook_context, state, tools, generation_kwargs
+            self, client, messages, run_id, task_queue, hook_context, state, tools, generation_kwargs, wait_for_user
         )
+
+    async def send(
+        self,
+        client: Client,
+        session_id: str,
+        text: str,
+        task_queue: str = DEFAULT_TASK_QUEUE,
+        sender: str | None = None,
+        wait_for_user: timedelta | None = None,
+        message_id: str | None = None,
+        hook_context: dict[str, Any] | None = None,
+    ) -> AgentRunHandle:
+        """Start-or-send in one call (Temporal's update-with-start): when run ``session_id`` is
+        running the message goes to it, otherwise a run of this agent starts with it. A stateless
+        web handler needs no lookup. The receipt is the handle's ``last_receipt``.
+
+        :param session_id: The run id.
+        :param text: The message (as :meth:`AgentRunHandle.send_message`).
+        :param sender: Who says it (checked against ``participants``).
+        :param wait_for_user: For a run this call starts: make it a session (as :meth:`start`).
+        :param message_id: Your id for the message, for safe retries.
+        :param hook_context: For a run this call starts (as :meth:`start`).
+        :raises agent.conversation.MessageRefusedError: The run refused the message.
+        :raises ValueError: As :meth:`start`.
+        """
+        run_input = await run_input_for(self, client, [], hook_context, None, None, None, wait_for_user)
+        message = UserMessage(text=text, sender=sender, message_id=message_id)
+        receipt: MessageReceipt = await start_or_send(client, run_input, session_id, task_queue, message)
+        handle = AgentRunHandle(client, session_id)
+        handle.last_receipt = receipt
+        return handle

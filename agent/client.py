@@ -11,6 +11,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
+from agent import conversation
 from agent.approvals.decisions import (
     DEFAULT_TIMEOUT,
     RunNotAnsweringError,
@@ -21,10 +22,19 @@ from agent.approvals.decisions import (
 from agent.run_history import last_failures
 from core.checks import check_search_attributes
 from core.messages import ChatMessage
-from core.payloads import ActivityRetry, AgentRunInput, AgentRunResult, RunHealth, RunStatus
+from core.payloads import (
+    ActivityRetry,
+    AgentRunInput,
+    AgentRunResult,
+    MessageReceipt,
+    RunHealth,
+    RunStatus,
+    TurnResult,
+    UserMessage,
+)
 from core.settings import DEFAULT_WORKFLOW_TASK_TIMEOUT
 from core.spec import AgentSpec
-from core.wire import RUN_STATUS_QUERY, WORKFLOW_TYPE
+from core.wire import RUN_STATUS_QUERY, WAITING_FOR_USER_ATTRIBUTE, WORKFLOW_TYPE
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
 from hooks.protocol import NeedsSearchAttributes
 from runtime.plugin import connect
@@ -43,6 +53,8 @@ class AgentRunHandle:
         self.run_id = run_id
         # No pinned run: follows the run across continue-as-new.
         self.workflow: WorkflowHandle = client.get_workflow_handle(run_id, result_type=AgentRunResult)
+        #: The receipt of the message ``Agent.send`` delivered with this handle (None otherwise).
+        self.last_receipt: MessageReceipt | None = None
 
     async def result(self) -> AgentRunResult:
         """Wait for the run to finish (across any continue-as-new) and return its result."""
@@ -154,6 +166,42 @@ class AgentRunHandle:
     def __repr__(self) -> str:
         return f"AgentRunHandle({self.run_id!r})"
 
+    # -- conversations (DESIGN.md "Conversations"; wire API in docs/api.md) ------------------
+
+    async def send_message(self, text: str, sender: str | None = None, message_id: str | None = None) -> MessageReceipt:
+        """Send a message into the run (Update ``send_message``); it is delivered at the next step
+        boundary, or starts the next turn of a session waiting for the user.
+
+        :param text: What to say (non-empty, at most 32,000 characters).
+        :param sender: Who says it; must be one of the agent's ``participants`` when it names them.
+        :param message_id: Your id for the message: sending it again returns the first receipt and
+            adds nothing (safe retries). None: the run assigns one.
+        :returns: ``MessageReceipt(message_id, turn)``; ``wait_turn(receipt.turn)`` waits for the answer.
+        :raises agent.conversation.MessageRefusedError: The run refused it (finished or cancelled
+            run, a run without a session past its turn, empty or too long text, sender not allowed).
+        """
+        return await conversation.send_message(
+            self.workflow, UserMessage(text=text, sender=sender, message_id=message_id)
+        )
+
+    async def wait_turn(self, turn: int, timeout: timedelta = conversation.DEFAULT_TURN_TIMEOUT) -> TurnResult:
+        """Wait until turn ``turn`` has finished; returns ``TurnResult(turn, last_message, exit_reason, step_count)``.
+
+        :raises agent.conversation.TurnTimeoutError: When ``timeout`` (10 minutes by default) passes first.
+        :raises agent.conversation.ConversationError: When the run ended before finishing that turn.
+        """
+        return await conversation.wait_turn(self.workflow, turn, timeout)
+
+    async def cancel(self, reason: str | None = None) -> RunStatus:
+        """End the run cleanly (Update ``cancel_run``): in-flight tools are cancelled, every open
+        tool call gets a cancelled result, waiting confirmations close, ``after_run`` and ``close``
+        run, and ``result()`` returns ``exit_reason="cancelled"``. Temporal's own cancel
+        (``workflow.cancel()``, the UI) does the same with a default reason.
+
+        :raises agent.conversation.ConversationError: The run has already finished.
+        """
+        return await conversation.cancel_run(self.workflow, reason)
+
 
 def get_run(client: Client, run_id: str) -> AgentRunHandle:
     """Re-attach to a run from any process."""
@@ -204,25 +252,14 @@ async def start_run(
     state: dict[str, Any] | None,
     tools: list[Any] | None = None,
     generation_kwargs: dict[str, Any] | None = None,
+    wait_for_user: timedelta | None = None,
 ) -> AgentRunHandle:
     """Start ``AgentWorkflow`` for ``agent`` (see ``Agent.start`` for the parameters)."""
-    hook_context = dict(hook_context or {})
-    state = dict(state or {})
-    _require_json("hook_context", hook_context)
-    _require_json("state", state)
-    unknown = sorted(set(state) - set(agent.state_schema))
-    if unknown:
-        raise ValueError(f"state names keys not in the agent's state_schema: {', '.join(unknown)}.")
     if not messages:
         raise ValueError("A run needs at least one message.")
-    required: dict[str, str] = {}
-    for hook in agent.distinct_hooks():
-        if isinstance(hook, NeedsSearchAttributes):
-            required.update(hook.search_attributes())
-    if required:
-        await check_search_attributes(client, required, needed_by="this agent's hooks")
-    spec = _for_this_run(agent, tools, generation_kwargs)
-    run_input = AgentRunInput(agent=spec, messages=messages, hook_context=hook_context, state=state)
+    run_input = await run_input_for(
+        agent, client, messages, hook_context, state, tools, generation_kwargs, wait_for_user
+    )
     await client.start_workflow(
         WORKFLOW_TYPE,
         run_input,
@@ -232,3 +269,43 @@ async def start_run(
         task_timeout=DEFAULT_WORKFLOW_TASK_TIMEOUT,
     )
     return AgentRunHandle(client, run_id)
+
+
+async def run_input_for(
+    agent: AgentSpec,
+    client: Client,
+    messages: list[ChatMessage],
+    hook_context: dict[str, Any] | None,
+    state: dict[str, Any] | None,
+    tools: list[Any] | None,
+    generation_kwargs: dict[str, Any] | None,
+    wait_for_user: timedelta | None,
+) -> AgentRunInput:
+    """The checked workflow input of a run (see ``Agent.start`` for the parameters and errors)."""
+    hook_context = dict(hook_context or {})
+    state = dict(state or {})
+    _require_json("hook_context", hook_context)
+    _require_json("state", state)
+    unknown = sorted(set(state) - set(agent.state_schema))
+    if unknown:
+        raise ValueError(f"state names keys not in the agent's state_schema: {', '.join(unknown)}.")
+    if wait_for_user is not None and (not isinstance(wait_for_user, timedelta) or wait_for_user <= timedelta(0)):
+        raise ValueError(f"wait_for_user must be a positive timedelta, got {wait_for_user!r}.")
+    required: dict[str, str] = {}
+    for hook in agent.distinct_hooks():
+        if isinstance(hook, NeedsSearchAttributes):
+            required.update(hook.search_attributes())
+    if required:
+        await check_search_attributes(client, required, needed_by="this agent's hooks")
+    if wait_for_user is not None:
+        await check_search_attributes(
+            client, {WAITING_FOR_USER_ATTRIBUTE: "Bool"}, needed_by="a session (wait_for_user)"
+        )
+    spec = _for_this_run(agent, tools, generation_kwargs)
+    return AgentRunInput(
+        agent=spec,
+        messages=messages,
+        hook_context=hook_context,
+        state=state,
+        wait_for_user_seconds=wait_for_user.total_seconds() if wait_for_user is not None else None,
+    )

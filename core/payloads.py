@@ -35,6 +35,82 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+#: Longest text a ``UserMessage`` may carry, in characters.
+MAX_USER_MESSAGE_CHARS = 32_000
+#: ``exit_reason`` of a run ended by ``cancel_run`` or Temporal's own cancel.
+EXIT_CANCELLED = "cancelled"
+#: ``exit_reason`` of a session whose ``wait_for_user`` passed with no message.
+EXIT_IDLE = "idle"
+
+
+class UserMessage(BaseModel):
+    """A person's message into a running or waiting run (Update ``send_message``, Signal ``user_message``).
+
+    :param text: What they say; non-empty, at most :data:`MAX_USER_MESSAGE_CHARS` characters.
+    :param sender: Who says it; must be one of the agent's ``participants`` when it names them.
+    :param message_id: An id of the sender's choosing: a repeated id gets the first receipt and adds
+        nothing. None: the workflow assigns a deterministic one.
+    """
+
+    text: str
+    sender: str | None = None
+    message_id: str | None = None
+
+
+class MessageReceipt(BaseModel):
+    """What the run answers an accepted message.
+
+    :param message_id: The message's id (the sender's, or the one the workflow assigned).
+    :param turn: The turn that sees the message (``wait_turn(turn)`` waits for its answer).
+    """
+
+    message_id: str
+    turn: int
+
+
+class TurnResult(BaseModel):
+    """How one turn (one ``Agent.run`` over the conversation so far) ended.
+
+    :param turn: The turn's number, from 1.
+    :param last_message: The last message of the conversation when the turn ended.
+    :param exit_reason: ``text``, a tool name, ``max_agent_steps``, ``cancelled``, ...
+    :param step_count: Steps of this turn.
+    """
+
+    turn: int
+    last_message: ChatMessage | None = None
+    exit_reason: str | None = None
+    step_count: int = 0
+
+
+class CancelRequest(BaseModel):
+    """Input of Update ``cancel_run``.
+
+    :param reason: Why; it goes into the cancelled tool results and the closed confirmations.
+    """
+
+    reason: str | None = None
+
+
+class SessionSnapshot(BaseModel):
+    """What a conversation carries across continue-as-new.
+
+    :param turn: The current (or last finished) turn.
+    :param between_turns: True when the previous run continued as new after a turn ended.
+    :param inbox: Accepted messages not yet delivered, with their receipts, in arrival order.
+    :param receipts: Receipts of recent messages by id (bounded), for de-duplication.
+    :param turn_results: The latest finished turns (bounded), for ``turn_result``.
+    :param message_count: How many ids the workflow has assigned (keeps them unique).
+    """
+
+    turn: int = 1
+    between_turns: bool = False
+    inbox: list[tuple[UserMessage, MessageReceipt]] = Field(default_factory=list)
+    receipts: dict[str, MessageReceipt] = Field(default_factory=dict)
+    turn_results: list[TurnResult] = Field(default_factory=list)
+    message_count: int = 0
+
+
 class RunSnapshot(BaseModel):
     """Everything a run carries across continue-as-new.
 
@@ -43,6 +119,7 @@ class RunSnapshot(BaseModel):
     :param hook_token_usage: Usage of model calls made by hooks so far.
     :param continuations: How many times this run has continued as new.
     :param conversation: ``(message count, head digest)`` of the stored conversation prefix.
+    :param session: The conversation's turn, inbox and receipts (None for runs that got no message).
     """
 
     state: dict[str, Any]
@@ -50,6 +127,7 @@ class RunSnapshot(BaseModel):
     hook_token_usage: dict[str, Any] = Field(default_factory=dict)
     continuations: int = 0
     conversation: tuple[int, str] | None = None
+    session: SessionSnapshot | None = None
 
 
 class AgentRunInput(BaseModel):
@@ -60,6 +138,8 @@ class AgentRunInput(BaseModel):
     :param hook_context: JSON data for hooks (``state["hook_context"]``).
     :param state: Initial values of ``state_schema`` keys.
     :param snapshot: Set only when the run continues as new.
+    :param wait_for_user_seconds: A session: after each turn, wait this long for the next message
+        (then end with ``exit_reason="idle"``). None: the run ends after its first turn.
     """
 
     agent: dict[str, Any]
@@ -67,6 +147,7 @@ class AgentRunInput(BaseModel):
     hook_context: dict[str, Any] = Field(default_factory=dict)
     state: dict[str, Any] = Field(default_factory=dict)
     snapshot: RunSnapshot | None = None
+    wait_for_user_seconds: float | None = None
 
 
 class AgentRunResult(BaseModel):
@@ -77,6 +158,8 @@ class AgentRunResult(BaseModel):
     :param hook_token_usage: Model calls made by hooks (summaries), counted apart.
     :param state: The values of the ``state_schema`` keys.
     :param continuations: How many times the run continued as new.
+    :param turn: The last turn (a session's count of turns; 1 otherwise). ``step_count`` and
+        ``exit_reason`` are that turn's.
     """
 
     messages: list[ChatMessage]
@@ -88,10 +171,15 @@ class AgentRunResult(BaseModel):
     tool_call_counts: dict[str, int] = Field(default_factory=dict)
     state: dict[str, Any] = Field(default_factory=dict)
     continuations: int = 0
+    turn: int = 1
 
 
 class RunStatus(BaseModel):
-    """Answer of the ``run_status`` query."""
+    """Answer of the ``run_status`` query.
+
+    :param turn: The current turn (from 1); a session's turns count up.
+    :param waiting_for_user: True while a session waits for the user's next message.
+    """
 
     run_id: str
     step_count: int
@@ -103,6 +191,8 @@ class RunStatus(BaseModel):
     token_usage: dict[str, Any] = Field(default_factory=dict)
     hook_token_usage: dict[str, Any] = Field(default_factory=dict)
     continuations: int = 0
+    turn: int = 1
+    waiting_for_user: bool = False
 
 
 class ActivityRetry(BaseModel):

@@ -91,6 +91,27 @@ def _key(key: Any) -> Any:
     return json.dumps(list(key)) if isinstance(key, tuple) else key
 
 
+def participant_list(participants: Any) -> list[str] | None:
+    """``participants`` checked: None (anyone may send), or a new list of distinct names.
+
+    :raises ValueError: For something other than a list or tuple of names (a single string
+        included), an empty list (no one could send), or a blank name or one with spaces around it.
+    """
+    if participants is None:
+        return None
+    if isinstance(participants, str) or not isinstance(participants, (list, tuple)):
+        raise ValueError(f"participants must be a list of sender names, got {participants!r}.")
+    if not participants:
+        raise ValueError("participants is empty, so no one could send a message; pass None to let anyone send.")
+    names: list[str] = []
+    for name in participants:
+        if not isinstance(name, str) or not name.strip() or name != name.strip():
+            raise ValueError(f"participants holds {name!r}; each must be a non-blank name without spaces around it.")
+        if name not in names:
+            names.append(name)
+    return names
+
+
 class AgentSpec:
     """An agent: model, tools, hooks and loop settings. Pure data; runs happen in ``AgentWorkflow``.
 
@@ -108,9 +129,10 @@ class AgentSpec:
         has this many events (Temporal's own suggestion also triggers it).
     :param model_retry_timeout: How long one model call is retried (HTTP 5xx, timeouts, bodies
         that are not completions) before the run fails with the last error; 30 minutes by default.
+    :param participants: Who may send messages into a run (``UserMessage.sender``); None: anyone.
     :raises ValueError: For an unknown hook point, a hook outside its allowed points, a reserved
         or malformed ``state_schema`` key, duplicate tool names, an exit condition naming no
-        tool, or ``max_agent_steps < 1``.
+        tool, ``max_agent_steps < 1``, or ``participants`` that is not a non-empty list of names.
     :raises TypeError: For a hook without ``run``/``run_async``.
     """
 
@@ -127,6 +149,7 @@ class AgentSpec:
         max_concurrent_tool_calls: int = DEFAULT_MAX_CONCURRENT_TOOL_CALLS,
         continue_as_new_after_events: int = DEFAULT_CONTINUE_AS_NEW_AFTER_EVENTS,
         model_retry_timeout: timedelta = DEFAULT_MODEL_RETRY_TIMEOUT,
+        participants: list[str] | None = None,
     ) -> None:
         self.model = model
         self.tool_specs: list[ToolSpec] = [
@@ -162,6 +185,7 @@ class AgentSpec:
                 f"model_retry_timeout must be a timedelta of at least 1 second, got {model_retry_timeout!r}."
             )
         self.model_retry_timeout = model_retry_timeout
+        self.participants = participant_list(participants)
 
     def tool_spec(self, name: str) -> ToolSpec | None:
         """The spec of the tool called ``name``, or None."""
@@ -261,6 +285,7 @@ class AgentSpec:
             "max_concurrent_tool_calls": self.max_concurrent_tool_calls,
             "continue_as_new_after_events": self.continue_as_new_after_events,
             "model_retry_timeout_seconds": self.model_retry_timeout.total_seconds(),
+            "participants": self.participants,
         }
 
     @classmethod
@@ -280,4 +305,5 @@ class AgentSpec:
             model_retry_timeout=timedelta(
                 seconds=data.get("model_retry_timeout_seconds", DEFAULT_MODEL_RETRY_TIMEOUT.total_seconds())
             ),
+            participants=data.get("participants"),
         )

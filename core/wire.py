@@ -30,3 +30,22 @@ HOOK_ERROR = "HookError"
 MODEL_CALL_FAILED = "ModelCallFailed"
 #: ``ApplicationError.type`` of the failure that ends a run whose agent spec the worker cannot rebuild.
 AGENT_SPEC_ERROR = "AgentSpecError"
+
+# -- conversations (DESIGN.md "Conversations") -------------------------------------------------
+
+#: Update: a validated ``UserMessage`` into the run; returns its ``MessageReceipt``.
+SEND_MESSAGE_UPDATE = "send_message"
+#: Signal: a fire-and-forget ``UserMessage``; a refused one is logged and ignored.
+USER_MESSAGE_SIGNAL = "user_message"
+#: Update: end the run cleanly (``CancelRequest``); returns the ``RunStatus`` as the request left it.
+CANCEL_RUN_UPDATE = "cancel_run"
+#: Query: the ``TurnResult`` of a finished turn (``int`` turn number), or None while it runs.
+TURN_RESULT_QUERY = "turn_result"
+#: Bool search attribute set while a session waits for the user's next message.
+WAITING_FOR_USER_ATTRIBUTE = "AgentWaitingForUser"
+#: Visibility query of the sessions that wait for a user.
+WAITING_FOR_USER_QUERY = f"{WAITING_FOR_USER_ATTRIBUTE} = true AND ExecutionStatus = 'Running'"
+#: Memo key of a session waiting for its user (``{"turn", "since", "last_message"}``).
+WAITING_FOR_USER_MEMO_KEY = "waiting_for_user"
+#: ``ApplicationError.type`` of a message or cancel refused after its validator passed.
+MESSAGE_REFUSED = "MessageRefused"

@@ -37,7 +37,7 @@ from activities.model import ModelCallInput, ModelCallOutput, call_model
 from core.payloads import add_usage
 from core.spec import AgentSpec
 from core.state import State
-from hooks.protocol import ReportsPending
+from hooks.protocol import CancelsPending, ReportsPending
 
 T = TypeVar("T")
 
@@ -87,6 +87,11 @@ class RunContext:
     def pending_count(self) -> int:
         """Requests waiting for a person, over every family object that holds some (:class:`ReportsPending`)."""
         return sum(held.pending_count() for held in self._slots.values() if isinstance(held, ReportsPending))
+
+    def cancel_pending(self, reason: str) -> int:
+        """The run is cancelled: close what waits in every family object that holds some
+        (:class:`~hooks.protocol.CancelsPending`); returns how many requests closed."""
+        return sum(held.cancel_pending(reason) for held in self._slots.values() if isinstance(held, CancelsPending))
 
 
 class HoldsRunContext(Protocol):

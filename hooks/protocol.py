@@ -17,7 +17,9 @@ nothing else is duck-typed):
 - :class:`ReadsToolResults`: whether an ``after_tool`` hook reads this step's tool results
   (``reads_tool_results = False`` declares it does not); see "Tool results and hook order";
 - :class:`NeedsSearchAttributes`: search attributes the hook sets, checked when a run starts;
-- :class:`ReportsPending` (on a family's per-run object, not a hook): how many decisions a run awaits.
+- :class:`ReportsPending` (on a family's per-run object, not a hook): how many decisions a run awaits;
+- :class:`CancelsPending` (on a family's per-run object): close what waits for a person when the
+  run is cancelled.
 
 Tool results and hook order
 ---------------------------
@@ -88,6 +90,7 @@ __all__ = [
     "ON_EXIT",
     "VALID_HOOK_POINTS",
     "Closes",
+    "CancelsPending",
     "ClosesAsync",
     "HasMemory",
     "Hook",
@@ -263,4 +266,15 @@ class ReportsPending(Protocol):
 
     def pending_count(self) -> int:
         """How many requests wait for a decision now."""
+        ...
+
+
+@runtime_checkable
+class CancelsPending(Protocol):
+    """A family's per-run object (a ``RunContext`` slot) whose waiting requests close when the run
+    is cancelled (``handle.cancel(reason)`` or Temporal's own cancel), so nothing stays pending on a
+    run that has ended. Workflow code, called once, before ``after_run`` and ``close``."""
+
+    def cancel_pending(self, reason: str) -> int:
+        """Close every request still waiting, as cancelled with ``reason``; returns how many."""
         ...

@@ -17,6 +17,7 @@ from temporalio.client import Client
 from agent.client import connect
 from agent.dev.scripted_model import ScriptedModelServer
 from agent.dev.stack import DevStack
+from bench.cancel_support import CONVERSATION_TOOLS
 from tests.tools import TEST_TOOLS
 from worker import create_worker
 
@@ -106,7 +107,7 @@ async def client(stack: DevStack, scripted: ScriptedModelServer) -> Client:
 @pytest.fixture(scope="session")
 async def worker(client: Client) -> AsyncIterator[str]:
     """A worker with the test tools on ``TEST_TASK_QUEUE``; yields the queue name."""
-    async with create_worker(client, tools=TEST_TOOLS, task_queue=TEST_TASK_QUEUE):
+    async with create_worker(client, tools=[*TEST_TOOLS, *CONVERSATION_TOOLS], task_queue=TEST_TASK_QUEUE):
         yield TEST_TASK_QUEUE
 
 

@@ -7,77 +7,63 @@ in place. See DESIGN.md "The run loop" for the rules this file implements.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+import sys
 from typing import Any
 
-from pydantic import TypeAdapter
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, FailureError, RetryState, TimeoutError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    is_cancelled_exception,
+)
 
 with workflow.unsafe.imports_passed_through():
     from activities.model import ModelCallInput, call_model
     from activities.tool_invocation import OffloadInstruction, ToolInvocationInput, call_tool
     from core.messages import ChatMessage, ToolCall
-    from core.payloads import AgentRunInput, AgentRunResult, RunSnapshot, RunStatus, add_usage
+    from core.payloads import (
+        AgentRunInput,
+        AgentRunResult,
+        CancelRequest,
+        MessageReceipt,
+        RunSnapshot,
+        RunStatus,
+        TurnResult,
+        UserMessage,
+        add_usage,
+    )
     from core.sandbox_refusal import sandbox_refusal_message
-    from core.serialization import hook_import_path
-    from core.spec import AFTER_RUN, AFTER_TOOL, BEFORE_LLM, BEFORE_RUN, BEFORE_TOOL, ON_EXIT, AgentSpec
-    from core.state import State, replace_values
-    from core.wire import AGENT_SPEC_ERROR, HOOK_ERROR, MODEL_CALL_FAILED, RUN_STATUS_QUERY, WORKFLOW_TYPE
+    from core.spec import AFTER_TOOL, BEFORE_LLM, BEFORE_TOOL, ON_EXIT, AgentSpec
+    from core.state import replace_values
+    from core.wire import (
+        AGENT_SPEC_ERROR,
+        CANCEL_RUN_UPDATE,
+        MESSAGE_REFUSED,
+        RUN_STATUS_QUERY,
+        SEND_MESSAGE_UPDATE,
+        TURN_RESULT_QUERY,
+        USER_MESSAGE_SIGNAL,
+        WORKFLOW_TYPE,
+    )
     from hooks import lifecycle
     from hooks.context import RunContext
     from hooks.family import register_family_handlers
     from hooks.protocol import TASK_RETRYING_ERRORS, HasMemory, OffloadsInToolActivity
+    from workflows.conversation import Conversation, MessageRefused
+    from workflows.failures import (
+        EXIT_TEXT,
+        hook_failure,
+        initial_state,
+        model_call_failure,
+        model_exit_reason,
+    )
     from workflows.spans import hook_point_span, hook_span, model_call_span, run_span, tool_call_span
     from workflows.stored_conversation import StoredConversation
-
-
-def hook_failure(hook: Any, point: str, step: int, err: Exception) -> ApplicationError:
-    """The run's failure when a hook raised: names the hook, the point, the step and the error."""
-    name = hook_import_path(hook)
-    cause = err.cause if isinstance(err, ActivityError) and err.cause is not None else err
-    return ApplicationError(
-        f"Hook {name} failed at {point} (step {step}): {type(cause).__name__}: {cause}",
-        {"hook": name, "hook_point": point, "step": step, "error_type": type(cause).__name__},
-        type=HOOK_ERROR,
-        non_retryable=True,
-    )
-
-
-def model_call_failure(err: ActivityError, retry_timeout: timedelta) -> ApplicationError:
-    """The run's failure when a model call failed for good: non-retryable, or retried until the
-    agent's ``model_retry_timeout``. The message ends with the last attempt's error."""
-    last = err.cause  # what the activity's last attempt raised (its own causes are details)
-    last_error = last.message if isinstance(last, FailureError) else str(last or err)
-    if err.retry_state == RetryState.TIMEOUT or isinstance(last, TimeoutError):
-        why = f"it kept failing for {retry_timeout} (model_retry_timeout)"
-    else:
-        why = "retrying cannot fix it"
-    return ApplicationError(
-        f"The model call was given up: {why}. Last error: {last_error}",
-        {"retry_state": err.retry_state.name if err.retry_state else None},
-        type=MODEL_CALL_FAILED,
-        non_retryable=True,
-    )
-
-
-EXIT_TEXT = "text"
-EXIT_MAX_STEPS = "max_agent_steps"
-_INCOMPLETE_FINISH_REASONS = ("length", "content_filter")
-
-
-def model_exit_reason(reply: ChatMessage) -> str | None:
-    """Why a tool-call-free reply ends the run, or None (an empty reply does not), as in Haystack."""
-    if reply.tool_calls:
-        return None
-    finish_reason = reply.meta.get("finish_reason")
-    if finish_reason in _INCOMPLETE_FINISH_REASONS:
-        return finish_reason
-    return EXIT_TEXT if reply.text else None
+    from workflows.turns import DEFAULT_CANCEL_REASON, ConversationTurns
 
 
 @workflow.defn(name=WORKFLOW_TYPE)
-class AgentWorkflow:
+class AgentWorkflow(ConversationTurns):
     """One agent run. Workflow id = run id.
 
     Its ``run_context`` is the run's :class:`~hooks.context.RunContext`, which hooks and the hook
@@ -86,11 +72,24 @@ class AgentWorkflow:
     (``HookFamily.register_handlers``).
     """
 
-    def __init__(self) -> None:
+    @workflow.init
+    def __init__(self, run_input: AgentRunInput) -> None:
         self.run_context: RunContext | None = None
         self._done = False
         self._continuations = 0
         self._conversation = StoredConversation()
+        # Made here, not in run(): a message sent with the start (update-with-start) is handled
+        # before run() begins, and Temporal does not hold Updates for handlers registered later.
+        snapshot = run_input.snapshot
+        self.chat = Conversation(
+            run_input.agent.get("participants"),
+            session=run_input.wait_for_user_seconds is not None,
+            snapshot=snapshot.session if snapshot else None,
+        )
+        self._cancel_reason: str | None = None
+        self._body: asyncio.Task[None] | None = None
+        #: Results of this step's tool calls whose activity has completed, by call id.
+        self._finished_tool_results: dict[str, ChatMessage] = {}
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -113,7 +112,58 @@ class AgentWorkflow:
             token_usage=data.get("token_usage") or {},
             hook_token_usage=context.hook_token_usage,
             continuations=self._continuations,
+            turn=self.chat.turn if self.chat else 1,
+            waiting_for_user=bool(self.chat and self.chat.waiting_for_user),
         )
+
+    @workflow.query(name=TURN_RESULT_QUERY)
+    def turn_result(self, turn: int) -> TurnResult | None:
+        """The finished turn ``turn`` (None while it runs or before it begins)."""
+        return self.chat.result_of(turn) if self.chat else None
+
+    # -- conversation handlers (DESIGN.md "Conversations") -------------------------------------
+
+    @workflow.update(name=SEND_MESSAGE_UPDATE)
+    def send_message(self, message: UserMessage) -> MessageReceipt:
+        """Accept a message for the next step boundary (or the next turn); returns its receipt."""
+        try:
+            self.check_message(message)
+            return self._require_chat().accept(message)
+        except MessageRefused as err:
+            raise ApplicationError(str(err), type=MESSAGE_REFUSED, non_retryable=True) from err
+
+    @send_message.validator
+    def check_message(self, message: UserMessage) -> None:
+        """Refuse before history: a closed or cancelling run, empty or too long text, a sender not allowed."""
+        if self._cancel_reason is not None:
+            raise MessageRefused(f"The run is being cancelled ({self._cancel_reason}); it accepts no more messages.")
+        self._require_chat().check(message)
+
+    @workflow.signal(name=USER_MESSAGE_SIGNAL)
+    def user_message(self, message: UserMessage) -> None:
+        """Fire-and-forget message; a refused one is logged and ignored."""
+        try:
+            self.check_message(message)
+            self._require_chat().accept(message)
+        except MessageRefused as err:
+            workflow.logger.warning("Ignored user_message signal (sender %s): %s", message.sender, err)
+
+    @workflow.update(name=CANCEL_RUN_UPDATE)
+    def cancel_run(self, request: CancelRequest) -> RunStatus:
+        """End the run as cancelled (see :meth:`_after_cancel`); returns the status as the request left it."""
+        self._request_cancel(request.reason or "cancelled by the user (no reason given)")
+        return self.run_status()
+
+    @cancel_run.validator
+    def check_cancel(self, request: CancelRequest) -> None:
+        """Refuse to cancel a run that has finished."""
+        if self._done:
+            raise MessageRefused(f"Run {workflow.info().workflow_id} has already finished; there is nothing to cancel.")
+
+    def _require_chat(self) -> Conversation:
+        if self.chat is None:
+            raise MessageRefused("The run has not started yet; send the message again.")
+        return self.chat
 
     # -- the run -----------------------------------------------------------------------------
 
@@ -134,7 +184,7 @@ class AgentWorkflow:
                 type=AGENT_SPEC_ERROR,
                 non_retryable=True,
             ) from err
-        state = self._initial_state(agent, run_input)
+        state = initial_state(agent, run_input)
         snapshot = run_input.snapshot
         context = RunContext(
             run_id=workflow.info().workflow_id,
@@ -166,6 +216,7 @@ class AgentWorkflow:
     async def _run(self, agent: AgentSpec, run_input: AgentRunInput) -> AgentRunResult:
         context = self._require_context()
         state = context.state
+        self._run_input = run_input
         snapshot = run_input.snapshot
         if snapshot is not None:
             self._continuations = snapshot.continuations
@@ -173,34 +224,26 @@ class AgentWorkflow:
                 count = snapshot.conversation[0]
                 self._conversation = StoredConversation(state.data["messages"][:count], snapshot.conversation)
             self._restore_hook_memory(agent, snapshot.hook_memory)
-        else:
-            await self._run_hooks(BEFORE_RUN)
-
-        step = state.data.get("step_count", 0)
-        while step < agent.max_agent_steps:
-            if not await self._step():
-                break
-            step = state.data["step_count"]
-            if step < agent.max_agent_steps and self._should_continue_as_new(agent):
-                if not workflow.all_handlers_finished():
-                    await workflow.wait_condition(workflow.all_handlers_finished)
-                workflow.continue_as_new(self._snapshot_input(agent, run_input))
-        else:
-            # Steps exhausted: on_exit does not run.
-            state.set("exit_reason", EXIT_MAX_STEPS)
-
-        await self._run_hooks(AFTER_RUN)
-        self._done = True
-        context.phase = "done"
-        # Let in-flight Update handlers reply before the workflow completes.
-        if not workflow.all_handlers_finished():
-            await workflow.wait_condition(workflow.all_handlers_finished)
-        return self._result(agent)
+        self._body = asyncio.ensure_future(self._turns(agent, run_input))
+        if self._cancel_reason is not None:  # cancel_run came with the run's first task
+            self._body.cancel()
+        try:
+            await self._body
+        except (asyncio.CancelledError, ActivityError):
+            if not is_cancelled_exception(sys.exc_info()[1]):
+                raise
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                task.uncancel()  # Temporal's own cancel: handled here, the run goes on to clean up
+            await self._uninterruptible(self._after_cancel(self._cancel_reason or DEFAULT_CANCEL_REASON))
+        return await self._uninterruptible(self._finish(agent))
 
     async def _step(self) -> bool:
         """One step: model call, then tools. Returns False when the run should stop."""
         context = self._require_context()
         agent, state = context.agent, context.state
+        if (chat := self._require_chat()).inbox:  # delivered at the step boundary, in arrival order
+            state.set("messages", chat.take())
         state.set("tools", list(agent.tool_specs), handler_override=replace_values)
         await self._run_hooks(BEFORE_LLM)
         if (reason := state.data.get("stop_run")) is not None:
@@ -221,6 +264,8 @@ class AgentWorkflow:
             with model_call_span(agent.model):
                 output = await call_model(request, retry_timeout=agent.model_retry_timeout)
         except ActivityError as err:
+            if is_cancelled_exception(err):
+                raise asyncio.CancelledError() from err
             raise model_call_failure(err, agent.model_retry_timeout) from err
         reply = output.message
         self._conversation.record(sent, reply, output.conversation_head)
@@ -242,6 +287,7 @@ class AgentWorkflow:
         calls = list(last.tool_calls) if last is not None else []
         context.phase = "tools"
         tool_messages = await self._run_tools(calls)
+        self._finished_tool_results = {}
         state.set("messages", tool_messages)
         if tool_messages:
             counts = dict(state.data.get("tool_call_counts") or {})
@@ -307,18 +353,28 @@ class AgentWorkflow:
                     error=True,
                 )
             async with bound, tool_call_span(call, step):
-                output = await call_tool(
-                    ToolInvocationInput(
-                        run_id=context.run_id,
-                        tool_call=call,
-                        call_key=call.id or f"step{step}-call{index}",
-                        step=step,
-                        offload=self._offload_instruction(call, index),
+                output = await self._cancellable(
+                    call_tool(
+                        ToolInvocationInput(
+                            run_id=context.run_id,
+                            tool_call=call,
+                            call_key=call.id or f"step{step}-call{index}",
+                            step=step,
+                            offload=self._offload_instruction(call, index),
+                        )
                     )
                 )
-            return ChatMessage.from_tool(output.result, origin=call, error=output.error, meta=output.meta)
+            message = ChatMessage.from_tool(output.result, origin=call, error=output.error, meta=output.meta)
+            if call.id is not None:
+                self._finished_tool_results[call.id] = message
+            return message
 
-        return list(await asyncio.gather(*(run_one(i, c) for i, c in enumerate(calls))))
+        # return_exceptions: a cancel waits for every call's activity to acknowledge it.
+        outcomes = await asyncio.gather(*(run_one(i, c) for i, c in enumerate(calls)), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return list(outcomes)
 
     def _offload_instruction(self, call: ToolCall, position: int) -> OffloadInstruction | None:
         """Whether the tool activity writes this call's result to a store itself (the instruction).
@@ -357,6 +413,8 @@ class AgentWorkflow:
                 except TASK_RETRYING_ERRORS:
                     raise
                 except Exception as err:
+                    if is_cancelled_exception(err):  # the hook's activity was cancelled with the run
+                        raise asyncio.CancelledError() from err
                     raise hook_failure(hook, point, context.state.data.get("step_count", 0), err) from err
 
     @staticmethod
@@ -375,35 +433,6 @@ class AgentWorkflow:
 
     # -- state, continue-as-new, result ------------------------------------------------------
 
-    @staticmethod
-    def _initial_state(agent: AgentSpec, run_input: AgentRunInput) -> State:
-        if run_input.snapshot is not None:
-            data = dict(run_input.snapshot.state)
-            data["messages"] = [ChatMessage.model_validate(m) for m in data.get("messages", [])]
-            data["tools"] = list(agent.tool_specs)
-            # The snapshot went through JSON: give state_schema keys their declared types back.
-            for key, definition in agent.state_schema.items():
-                if data.get(key) is not None:
-                    data[key] = TypeAdapter(definition["type"]).validate_python(data[key])
-            return State(schema=agent.state_schema, data=data)
-        messages = list(run_input.messages)
-        if agent.system_prompt and not (messages and messages[0].role.value == "system"):
-            messages.insert(0, ChatMessage.from_system(agent.system_prompt))
-        data: dict[str, Any] = {
-            "messages": messages,
-            "step_count": 0,
-            "token_usage": {},
-            "tool_call_counts": {t.name: 0 for t in agent.tool_specs},  # as Haystack: every tool, from 0
-            "exit_reason": None,
-            "continue_run": False,
-            "stop_run": None,
-            "tools": list(agent.tool_specs),
-            "hook_context": dict(run_input.hook_context),
-            "context_tokens": 0,
-        }
-        data.update(run_input.state)
-        return State(schema=agent.state_schema, data=data)
-
     def _should_continue_as_new(self, agent: AgentSpec) -> bool:
         info = workflow.info()
         return (
@@ -411,7 +440,7 @@ class AgentWorkflow:
             or info.get_current_history_length() >= agent.continue_as_new_after_events
         )
 
-    def _snapshot_input(self, agent: AgentSpec, run_input: AgentRunInput) -> AgentRunInput:
+    def _snapshot_input(self, agent: AgentSpec, run_input: AgentRunInput, between_turns: bool) -> AgentRunInput:
         state = self._require_context().state
         data = {k: v for k, v in state.data.items() if k != "tools"}
         # Carry only a stored prefix the messages still start with: a hook may have rewritten the
@@ -423,8 +452,21 @@ class AgentWorkflow:
             hook_token_usage=self._require_context().hook_token_usage,
             continuations=self._continuations + 1,
             conversation=None if head is None else (len(state.data["messages"]) - len(tail), head),
+            session=self._session_snapshot(run_input, between_turns),
         )
-        return AgentRunInput(agent=run_input.agent, hook_context=run_input.hook_context, snapshot=snapshot)
+        return AgentRunInput(
+            agent=run_input.agent,
+            hook_context=run_input.hook_context,
+            snapshot=snapshot,
+            wait_for_user_seconds=run_input.wait_for_user_seconds,
+        )
+
+    def _session_snapshot(self, run_input: AgentRunInput, between_turns: bool) -> Any:
+        """The conversation's part of the snapshot; None for a run that never got a message."""
+        chat = self._require_chat()
+        if run_input.wait_for_user_seconds is None and not chat.receipts and chat.turn == 1 and not chat.turn_results:
+            return None
+        return chat.snapshot(between_turns)
 
     def _result(self, agent: AgentSpec) -> AgentRunResult:
         data = self._require_context().state.data
@@ -439,6 +481,7 @@ class AgentWorkflow:
             tool_call_counts=data.get("tool_call_counts") or {},
             state={key: data[key] for key in agent.state_schema if key in data},
             continuations=self._continuations,
+            turn=self._require_chat().turn,
         )
 
     def _require_context(self) -> RunContext:

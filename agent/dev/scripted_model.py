@@ -13,6 +13,8 @@ Script entries (JSON):
   {"raw": {"status": 200, "content_type": "text/html", "body": "..."}}   any body at all (a proxy's page)
   any entry + {"times": N}                                repeat it N times
   any entry + {"finish_reason": "length"}                 override the finish reason
+  any entry + {"hold_until": "/path"}                     answer only once that file exists (at most
+                                                           HOLD_LIMIT_SECONDS): a call kept in flight
 
 A model whose script is empty calls each offered tool once with placeholder arguments, then
 answers with a labelled summary of the tool results.
@@ -33,6 +35,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 LABEL = "scripted-model"
+#: Longest a ``hold_until`` entry holds its reply.
+HOLD_LIMIT_SECONDS = 60.0
+
+
+def _hold(path: str) -> None:
+    """Wait (polling) until ``path`` exists or :data:`HOLD_LIMIT_SECONDS` pass."""
+    from pathlib import Path
+
+    give_up_at = time.monotonic() + HOLD_LIMIT_SECONDS
+    while not Path(path).exists() and time.monotonic() < give_up_at:
+        time.sleep(0.02)
 
 
 class _Script:
@@ -178,6 +191,8 @@ def _handler(script: _Script) -> type[BaseHTTPRequestHandler]:
             body = self._body()
             model = body.get("model", "")
             entry = script.next(model, body)
+            if entry is not None and "hold_until" in entry:
+                _hold(entry["hold_until"])
             if entry is not None and "error" in entry:
                 error = entry["error"]
                 headers = {"Retry-After": str(error["retry_after"])} if "retry_after" in error else None

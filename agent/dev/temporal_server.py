@@ -15,7 +15,7 @@ from agent.dev.processes import ChildProcess, DevServerError
 from agent.dev.server_process import ProcessBackedServer
 
 #: Search attributes every stack of this project registers (name -> Temporal type).
-DEFAULT_SEARCH_ATTRIBUTES: dict[str, str] = {"AgentWaitingForApproval": "Bool"}
+DEFAULT_SEARCH_ATTRIBUTES: dict[str, str] = {"AgentWaitingForApproval": "Bool", "AgentWaitingForUser": "Bool"}
 
 _SEARCH_ATTRIBUTE_TYPES = ("Text", "Keyword", "Int", "Double", "Bool", "Datetime", "KeywordList")
 

@@ -8,10 +8,11 @@
 #
 # Search attributes (name:type, space-separated), overridable with SEARCH_ATTRIBUTES:
 #   AgentWaitingForApproval:Bool  - true while a run waits for a human's tool-call decision
+#   AgentWaitingForUser:Bool      - true while a session waits for its user's next message
 set -eu
 
 namespace="${TEMPORAL_NAMESPACE:-default}"
-attributes="${SEARCH_ATTRIBUTES:-AgentWaitingForApproval:Bool}"
+attributes="${SEARCH_ATTRIBUTES:-AgentWaitingForApproval:Bool AgentWaitingForUser:Bool}"
 wait_seconds="${SETUP_WAIT_SECONDS:-300}"
 
 waited=0

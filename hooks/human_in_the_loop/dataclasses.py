@@ -165,7 +165,7 @@ class DecisionRecord(BaseModel):
     :param arguments_sha256: Hash of the arguments approved (the new ones for a modify, the
         original ones for a confirm or a reject).
     :param feedback: The person's feedback, if any.
-    :param via: ``"update"``, ``"signal"`` or ``"timeout"``.
+    :param via: ``"update"``, ``"signal"``, ``"timeout"`` or ``"cancel"`` (the run was cancelled).
     """
 
     tool_call_id: str
@@ -175,7 +175,7 @@ class DecisionRecord(BaseModel):
     decided_at: datetime
     arguments_sha256: str
     feedback: str | None = None
-    via: Literal["update", "signal", "timeout"] = "update"
+    via: Literal["update", "signal", "timeout", "cancel"] = "update"
 
 
 class ApprovalNotification(BaseModel):

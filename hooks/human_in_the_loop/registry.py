@@ -295,6 +295,17 @@ class ConfirmationRegistry:
         self._decisions[call_id] = (decision, record)
         return decision, record
 
+    def cancel_pending(self, reason: str) -> int:
+        """The run is cancelled: decide every waiting request as rejected ``via="cancel"`` on behalf
+        of no one, and close it (``hooks.protocol.CancelsPending``); returns how many closed."""
+        waiting = [request.tool_call_id for request in self.pending()]
+        for call_id in waiting:
+            self.time_out(call_id, "reject", f"The run was cancelled: {reason}")
+            decision, record = self._decisions[call_id]
+            self._decisions[call_id] = (decision, record.model_copy(update={"via": "cancel"}))
+            self.close(call_id)
+        return len(waiting)
+
     def close(self, call_id: str) -> None:
         """Retire a decided request (later decisions for it are 'already decided')."""
         self._pending.pop(call_id, None)
