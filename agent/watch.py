@@ -158,6 +158,8 @@ class RunWatcher:
         self._position: tuple[int, str] | None = None
         self._pending: tuple[str, ...] = ()
         self._problems: set[str] = set()
+        #: Turn lines are shown for sessions only (a one-turn run's turn says nothing new).
+        self._session = False
 
     async def run(self) -> int:
         """Watch until the run ends; returns 0 when it completed, 1 when it did not."""
@@ -273,8 +275,11 @@ class RunWatcher:
         self.out.line(f"turn {item.turn} ended: exit_reason {reason}; waiting for the user's next message")
 
     def _on_item(self, item: HistoryItem) -> None:
-        if item.kind == "turn_started":
-            self.out.line(f"turn {item.turn} started")
+        if item.kind == "run_started":
+            self._session = item.run_input is not None and item.run_input.wait_for_user_seconds is not None
+        elif item.kind == "turn_started":
+            if self._session:
+                self.out.line(f"turn {item.turn} started")
         elif item.kind == "message_received":
             message = item.user_message
             who = message.sender if message and message.sender else "someone (no sender)"
