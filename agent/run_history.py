@@ -147,6 +147,8 @@ class HistoryDecoder:
         item = await self.decode(event)
         if item is None:
             return []
+        if item.kind == "run_ended" and event.HasField("workflow_execution_continued_as_new_event_attributes"):
+            return [*await self._turn_ended_by_continue(event), item]
         starts = item.kind == "model_called" and self._open_turn is None
         if starts and (item.model_input is None or item.model_input.purpose == "agent"):
             self._last_turn += 1
@@ -161,8 +163,9 @@ class HistoryDecoder:
         if event.HasField("workflow_execution_started_event_attributes"):
             attrs = event.workflow_execution_started_event_attributes
             run_input = await self._decode(attrs.input.payloads, AgentRunInput)
-            if run_input is not None and run_input.snapshot is not None:  # a continued session
-                self._last_turn = run_input.snapshot.turn - (0 if run_input.snapshot.between_turns else 1)
+            session = run_input.snapshot.session if run_input is not None and run_input.snapshot else None
+            if session is not None:  # a continued conversation counts its turns on
+                self._last_turn = session.turn - (0 if session.between_turns else 1)
             return HistoryItem("run_started", at, run_input=run_input)
         if event.HasField("workflow_properties_modified_event_attributes"):
             return await self._turn_ended(event.workflow_properties_modified_event_attributes, at)
@@ -237,6 +240,18 @@ class HistoryDecoder:
             if event.HasField(field):
                 return HistoryItem("run_ended", at, ending=ending, message=_ending_message(event, field))
         return None
+
+    async def _turn_ended_by_continue(self, event: HistoryEvent) -> list[HistoryItem]:
+        """A session that continues as new right after a turn ends that turn there (the next run
+        advertises its wait, not this one): the new run's input says so."""
+        attrs = event.workflow_execution_continued_as_new_event_attributes
+        next_input = await self._decode(attrs.input.payloads, AgentRunInput)
+        session = next_input.snapshot.session if next_input is not None and next_input.snapshot else None
+        if session is None or not session.between_turns or self._open_turn is None:
+            return []
+        self._open_turn, self._last_turn = None, session.turn
+        at = event.event_time.ToDatetime(tzinfo=UTC) if event.HasField("event_time") else None
+        return [HistoryItem("turn_ended", at, turn=session.turn)]
 
     async def _turn_ended(self, attrs: Any, at: datetime | None) -> HistoryItem | None:
         """A session publishing that it waits for the user (its memo) ends the turn under way."""

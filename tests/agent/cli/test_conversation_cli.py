@@ -13,7 +13,7 @@ from datetime import timedelta
 from agent import Agent, ChatMessage
 from agent.cli import build_parser
 from tests import tools as t
-from tests.agent.cli.test_cli import Completed
+from tests.agent.cli.test_cli import Completed, unserved_run
 from tests.support.cli_agents import MODEL_ENV
 from tests.support.hitl_helpers import call, calls
 from tests.support.polling import eventually
@@ -142,3 +142,18 @@ async def test_chat_with_agent_starts_a_session_and_shows_refusals_inline(client
     await handle.execute_update("cancel_run", {"reason": "test over"})
     missing = await agent_cli("chat", "no-such-session", stdin="hi\n")
     assert missing.returncode == 1 and "give --agent to start one" in missing.stderr
+
+
+async def test_send_and_cancel_with_no_worker_send_nothing_and_say_so(client, model, run_id):
+    queue = await unserved_run(client, model, run_id)
+    try:
+        sent = await agent_cli("send", run_id, "hello?")
+        cancelled = await agent_cli("cancel", run_id, "--reason", "nobody home")
+        history = await client.get_workflow_handle(run_id).fetch_history()
+    finally:
+        await client.get_workflow_handle(run_id).terminate("test over")
+    assert sent.returncode == 1 and cancelled.returncode == 1
+    assert sent.stderr.startswith(f"error: no worker polls task queue '{queue}'")
+    assert f"so no worker can take the message for run {run_id}: nothing was sent" in sent.stderr
+    assert f"so no worker can take the cancel for run {run_id}" in cancelled.stderr
+    assert not [e for e in history.events if e.HasField("workflow_execution_update_accepted_event_attributes")]
