@@ -25,6 +25,8 @@ from agent.inbox.csrf import CSRF_COOKIE, CSRF_FIELD
 from agent.inbox.pages import InboxContext, PageError, no_such_run
 from agent.inbox.run_view import is_not_found
 from agent.run_history import read_history
+from core.messages import ChatMessage
+from core.payloads import AgentRunInput
 
 
 @dataclass
@@ -52,8 +54,7 @@ async def conversation_of(inbox: InboxContext, run_id: str) -> tuple[list[Said],
         description = await handle.describe()
         async for item in read_history(handle, inbox.client.data_converter):
             if item.kind == "run_started" and item.run_input is not None:
-                for message in item.run_input.messages:
-                    said.append(Said(message.role.value, message.text or "", str(message.meta.get("sender") or "")))
+                said.extend(first_messages(item.run_input))
             elif item.kind == "message_received" and item.user_message is not None:
                 said.append(Said("user", item.user_message.text, item.user_message.sender or ""))
             elif item.kind == "model_replied" and item.model_input is not None and item.model_input.purpose == "agent":
@@ -67,6 +68,21 @@ async def conversation_of(inbox: InboxContext, run_id: str) -> tuple[list[Said],
             raise no_such_run(run_id) from err
         raise PageError(502, "Temporal did not answer", err.message) from err
     return said, description.status.name if description.status else "UNKNOWN"
+
+
+def first_messages(run_input: AgentRunInput) -> list[Said]:
+    """What the run started from: its input messages, or, for a run that continued as new, the
+    conversation it carried in its snapshot (the earlier runs' turns)."""
+    snapshot = run_input.snapshot
+    if snapshot is None:
+        messages = list(run_input.messages)
+    else:
+        messages = [ChatMessage.model_validate(m) for m in snapshot.state.get("messages") or []]
+    return [
+        Said(m.role.value, m.text or "", str(m.meta.get("sender") or ""))
+        for m in messages
+        if m.role.value in ("user", "assistant", "system") and m.text
+    ]
 
 
 def routes(inbox: InboxContext) -> list[Route]:
