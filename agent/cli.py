@@ -19,6 +19,7 @@ from agent import run_commands
 from agent.approvals import commands as approval_commands
 from agent.client import connect
 from agent.config_command import add_config_command
+from agent.conversations import commands as conversation_commands
 from agent.dev.command import add_dev_command
 from agent.dev.demo import run_demo
 from agent.inbox import command as inbox_command
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: Each family's people-side commands, one module a family (each has ``add_commands(subparsers)``).
-PEOPLE_SIDE = (run_commands, approval_commands, inbox_command)
+PEOPLE_SIDE = (run_commands, approval_commands, conversation_commands, inbox_command)
 
 
 class ConnectError(RuntimeError):

@@ -22,8 +22,14 @@ from temporalio.converter import DataConverter
 
 from activities.model import ModelCallInput, ModelCallOutput
 from activities.tool_invocation import ToolInvocationInput, ToolInvocationOutput
-from core.payloads import AgentRunInput
-from core.wire import CHAT_COMPLETION_ACTIVITY, INVOKE_TOOL_ACTIVITY
+from core.payloads import AgentRunInput, MessageReceipt, UserMessage
+from core.wire import (
+    CHAT_COMPLETION_ACTIVITY,
+    INVOKE_TOOL_ACTIVITY,
+    SEND_MESSAGE_UPDATE,
+    USER_MESSAGE_SIGNAL,
+    WAITING_FOR_USER_MEMO_KEY,
+)
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, ToolDecision
 from hooks.human_in_the_loop.wire import SUBMIT_TOOL_DECISION_UPDATE, TOOL_DECISION_SIGNAL
 
@@ -37,6 +43,9 @@ ItemKind = Literal[
     "tool_failed",
     "decision_sent",
     "decision_recorded",
+    "message_received",
+    "turn_started",
+    "turn_ended",
     "run_ended",
 ]
 
@@ -68,6 +77,12 @@ class HistoryItem:
     :param record: ``decision_recorded``: the audit record the run returned for an Update.
     :param message: ``*_failed`` and ``run_ended``: the failure or ending, in one line.
     :param ending: ``run_ended``: ``completed``, ``failed``, ``continued as new``, ...
+    :param user_message: ``message_received``: the person's message (None if unreadable); ``via``
+        says ``update`` (accepted, with ``receipt``) or ``signal`` (in history even if refused).
+    :param receipt: ``message_received`` by Update: the run's receipt (message id, turn).
+    :param turn: ``turn_started``/``turn_ended``: the turn's number; ``message_received``: the
+        turn that sees the message (None for a Signal).
+    :param preview: ``turn_ended``: the start of the turn's last message (from the run's memo).
     """
 
     kind: ItemKind
@@ -82,6 +97,10 @@ class HistoryItem:
     record: DecisionRecord | None = None
     message: str = ""
     ending: str = ""
+    user_message: UserMessage | None = None
+    receipt: MessageReceipt | None = None
+    turn: int | None = None
+    preview: str = ""
 
 
 def describe_failure(failure: Failure) -> str:
@@ -110,6 +129,10 @@ class HistoryDecoder:
         self.converter = converter
         self._models: dict[int, ModelCallInput | None] = {}
         self._tools: dict[int, ToolInvocationInput | None] = {}
+        self._messages: dict[str, UserMessage | None] = {}  # send_message Updates accepted, by update id
+        #: The turn under way (None between turns), and the last turn that began.
+        self._open_turn: int | None = None
+        self._last_turn = 0
 
     async def _decode(self, payloads: Any, kind: type) -> Any:
         try:
@@ -118,12 +141,34 @@ class HistoryDecoder:
             return None
         return value
 
+    async def decode_all(self, event: HistoryEvent) -> list[HistoryItem]:
+        """The items ``event`` stands for: :meth:`decode`'s, preceded by ``turn_started`` when the
+        event begins a turn (the first agent model call after the start or a turn's end)."""
+        item = await self.decode(event)
+        if item is None:
+            return []
+        if item.kind == "run_ended" and event.HasField("workflow_execution_continued_as_new_event_attributes"):
+            return [*await self._turn_ended_by_continue(event), item]
+        starts = item.kind == "model_called" and self._open_turn is None
+        if starts and (item.model_input is None or item.model_input.purpose == "agent"):
+            self._last_turn += 1
+            self._open_turn = self._last_turn
+            return [HistoryItem("turn_started", item.at, turn=self._open_turn), item]
+        return [item]
+
     async def decode(self, event: HistoryEvent) -> HistoryItem | None:  # noqa: C901 - one branch per event kind
-        """The item ``event`` stands for, or None for an event nobody shows."""
+        """The item ``event`` stands for, or None for an event nobody shows (``turn_started`` comes
+        from :meth:`decode_all` only)."""
         at = event.event_time.ToDatetime(tzinfo=UTC) if event.HasField("event_time") else None
         if event.HasField("workflow_execution_started_event_attributes"):
             attrs = event.workflow_execution_started_event_attributes
-            return HistoryItem("run_started", at, run_input=await self._decode(attrs.input.payloads, AgentRunInput))
+            run_input = await self._decode(attrs.input.payloads, AgentRunInput)
+            session = run_input.snapshot.session if run_input is not None and run_input.snapshot else None
+            if session is not None:  # a continued conversation counts its turns on
+                self._last_turn = session.turn - (0 if session.between_turns else 1)
+            return HistoryItem("run_started", at, run_input=run_input)
+        if event.HasField("workflow_properties_modified_event_attributes"):
+            return await self._turn_ended(event.workflow_properties_modified_event_attributes, at)
         if event.HasField("activity_task_scheduled_event_attributes"):
             attrs = event.activity_task_scheduled_event_attributes
             if attrs.activity_type.name == CHAT_COMPLETION_ACTIVITY:
@@ -159,19 +204,34 @@ class HistoryDecoder:
                 )
             return None
         if event.HasField("workflow_execution_update_accepted_event_attributes"):
-            request = event.workflow_execution_update_accepted_event_attributes.accepted_request.input
+            accepted = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            request = accepted.input
+            if request.name == SEND_MESSAGE_UPDATE:  # shown once the receipt is in (the Update's completion)
+                self._messages[accepted.meta.update_id] = await self._decode(request.args.payloads, UserMessage)
+                return None
             if request.name != SUBMIT_TOOL_DECISION_UPDATE:
                 return None
             decision = await self._decode(request.args.payloads, ToolDecision)
             return HistoryItem("decision_sent", at, decision=decision, via="update")
         if event.HasField("workflow_execution_update_completed_event_attributes"):
-            outcome = event.workflow_execution_update_completed_event_attributes.outcome
+            completed = event.workflow_execution_update_completed_event_attributes
+            outcome = completed.outcome
             if not outcome.HasField("success"):
                 return None
+            if completed.meta.update_id in self._messages:
+                message = self._messages.pop(completed.meta.update_id)
+                receipt = await self._decode(outcome.success.payloads, MessageReceipt)
+                turn = receipt.turn if isinstance(receipt, MessageReceipt) else None
+                return HistoryItem(
+                    "message_received", at, user_message=message, receipt=receipt, via="update", turn=turn
+                )
             record = await self._decode(outcome.success.payloads, DecisionRecord)
             return HistoryItem("decision_recorded", at, record=record) if isinstance(record, DecisionRecord) else None
         if event.HasField("workflow_execution_signaled_event_attributes"):
             attrs = event.workflow_execution_signaled_event_attributes
+            if attrs.signal_name == USER_MESSAGE_SIGNAL:
+                message = await self._decode(attrs.input.payloads, UserMessage)
+                return HistoryItem("message_received", at, user_message=message, via="signal")
             if attrs.signal_name != TOOL_DECISION_SIGNAL:
                 return None
             decision = await self._decode(attrs.input.payloads, ToolDecision)
@@ -180,6 +240,32 @@ class HistoryDecoder:
             if event.HasField(field):
                 return HistoryItem("run_ended", at, ending=ending, message=_ending_message(event, field))
         return None
+
+    async def _turn_ended_by_continue(self, event: HistoryEvent) -> list[HistoryItem]:
+        """A session that continues as new right after a turn ends that turn there (the next run
+        advertises its wait, not this one): the new run's input says so."""
+        attrs = event.workflow_execution_continued_as_new_event_attributes
+        next_input = await self._decode(attrs.input.payloads, AgentRunInput)
+        session = next_input.snapshot.session if next_input is not None and next_input.snapshot else None
+        if session is None or not session.between_turns or self._open_turn is None:
+            return []
+        self._open_turn, self._last_turn = None, session.turn
+        at = event.event_time.ToDatetime(tzinfo=UTC) if event.HasField("event_time") else None
+        return [HistoryItem("turn_ended", at, turn=session.turn)]
+
+    async def _turn_ended(self, attrs: Any, at: datetime | None) -> HistoryItem | None:
+        """A session publishing that it waits for the user (its memo) ends the turn under way."""
+        fields = attrs.upserted_memo.fields
+        if WAITING_FOR_USER_MEMO_KEY not in fields:
+            return None
+        memo = await self._decode([fields[WAITING_FOR_USER_MEMO_KEY]], dict | None)
+        if not isinstance(memo, dict) or self._open_turn is None:  # not waiting, or waiting before a first turn
+            return None
+        turn = memo.get("turn") if isinstance(memo.get("turn"), int) else self._open_turn
+        self._open_turn = None
+        if turn is not None:
+            self._last_turn = turn
+        return HistoryItem("turn_ended", at, turn=turn, preview=str(memo.get("last_message") or ""))
 
 
 def _ending_message(event: HistoryEvent, field: str) -> str:
@@ -199,8 +285,7 @@ async def read_history(handle: WorkflowHandle, converter: DataConverter) -> Asyn
     """
     decoder = HistoryDecoder(converter)
     async for event in handle.fetch_history_events():
-        item = await decoder.decode(event)
-        if item is not None:
+        for item in await decoder.decode_all(event):
             yield item
 
 

@@ -2,7 +2,8 @@
 
 Every ~0.5 s the watcher reads ``describe()`` (``AgentRunHandle.health()``), the history events it
 has not seen yet, decoded by :mod:`agent.run_history` (model replies, tool calls as they complete
-with their arguments and a preview of the result, decisions on confirmations with who decided)
+with their arguments and a preview of the result, decisions on confirmations with who decided,
+messages people sent and who sent them, and a session's turns as they start and end)
 and, while the run is open, the ``run_status`` query (step and phase; 5 s deadline) and, when the
 run waits for a person, the pending calls with the command that approves each. Problems are
 printed once each: no worker polling the run's task queue, a workflow task that keeps failing, a
@@ -30,8 +31,8 @@ from agent.approvals.decisions import ConfirmationError
 from agent.client import AgentRunHandle
 from agent.run_history import HistoryDecoder, HistoryItem
 from agent.workers import workers_of
-from core.payloads import RunHealth, RunStatus
-from core.wire import RUN_STATUS_QUERY
+from core.payloads import RunHealth, RunStatus, TurnResult
+from core.wire import RUN_STATUS_QUERY, TURN_RESULT_QUERY
 from hooks.human_in_the_loop.dataclasses import PendingConfirmation
 
 #: How often the watcher polls the run.
@@ -157,6 +158,8 @@ class RunWatcher:
         self._position: tuple[int, str] | None = None
         self._pending: tuple[str, ...] = ()
         self._problems: set[str] = set()
+        #: Turn lines are shown for sessions only (a one-turn run's turn says nothing new).
+        self._session = False
 
     async def run(self) -> int:
         """Watch until the run ends; returns 0 when it completed, 1 when it did not."""
@@ -247,13 +250,43 @@ class RunWatcher:
             self._history_key, self._events_seen = key, 0
             self._decoder = HistoryDecoder(self.handle.client.data_converter)
         for event in events[self._events_seen :]:
-            item = await self._decoder.decode(event)
-            if item is not None and self.events:
-                self._on_item(item)
+            for item in await self._decoder.decode_all(event) if self.events else []:
+                if item.kind == "turn_ended":
+                    await self._show_turn_end(item)
+                else:
+                    self._on_item(item)
         self._events_seen = len(events)
 
+    async def _show_turn_end(self, item: HistoryItem) -> None:
+        """``turn N ended: exit_reason text``; the reason comes from the run (``turn_result``), the
+        history holds only the turn's number."""
+        reason = "unknown (the run did not answer)"
+        try:
+            result = await self.handle.workflow.query(
+                TURN_RESULT_QUERY,
+                item.turn,
+                result_type=TurnResult | None,
+                rpc_timeout=timedelta(seconds=QUERY_SECONDS),
+            )
+            if result is not None:
+                reason = str(result.exit_reason)
+        except (WorkflowQueryFailedError, RPCError):
+            pass  # no worker: the line still shows, without the reason
+        self.out.line(f"turn {item.turn} ended: exit_reason {reason}; waiting for the user's next message")
+
     def _on_item(self, item: HistoryItem) -> None:
-        if item.kind == "model_replied":
+        if item.kind == "run_started":
+            self._session = item.run_input is not None and item.run_input.wait_for_user_seconds is not None
+        elif item.kind == "turn_started":
+            if self._session:
+                self.out.line(f"turn {item.turn} started")
+        elif item.kind == "message_received":
+            message = item.user_message
+            who = message.sender if message and message.sender else "someone (no sender)"
+            text = _preview(message.text) if message else "(unreadable)"
+            where = f" for turn {item.turn}" if item.turn is not None else " by signal"
+            self.out.line(f"  message from {who}{where}: {text}")
+        elif item.kind == "model_replied":
             self._model_replies += 1
             message = item.model_output.message if item.model_output else None
             if message is None:

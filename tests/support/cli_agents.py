@@ -49,3 +49,8 @@ def make_approval_agent() -> Agent:
     return Agent(
         model=os.environ[MODEL_ENV], tools=[t.echo], hooks={"before_tool": [ConfirmationHook({"echo": strategy})]}
     )
+
+
+def make_chat_agent() -> Agent:
+    """A session agent for `agent chat --agent` (only ann and bob may write to it)."""
+    return Agent(model=os.environ[MODEL_ENV], tools=[t.add], participants=["ann", "bob"])

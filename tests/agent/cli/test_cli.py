@@ -327,6 +327,9 @@ SUBCOMMANDS = {
     "approve": True,
     "reject": True,
     "modify": True,
+    "send": True,
+    "chat": True,
+    "cancel": True,
     "inbox": False,
     "demo": False,
 }

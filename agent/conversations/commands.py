@@ -1,0 +1,330 @@
+"""The conversation commands of the ``agent`` CLI: ``send``, ``chat``, ``cancel``, and the
+``--replies`` option of ``agent pending`` (runs waiting for a user's reply).
+
+A message and a cancel go by Update, so the run's validator (on a worker) decides: before
+sending, each command checks that a worker polls the run's task queue and says so at once when
+none does; every wait has a deadline (``--timeout``) and says what it waits for when it takes
+more than a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from agent.approvals.commands import add_run_argument
+from agent.client import AgentRunHandle, get_run
+from agent.conversation import ConversationError, MessageRefusedError
+from agent.conversations.waiting import ReplyListingError, list_waiting_for_reply
+from agent.progress import announce_if_slow
+from agent.run_commands import AgentPathError, load_agent
+from agent.workers import run_service
+from core.messages import ChatMessage
+from core.payloads import MessageReceipt
+from core.settings import get_settings
+
+#: How long a command waits for the run to accept a message or a cancel.
+ACCEPT_TIMEOUT_SECONDS = 30.0
+#: How long ``agent chat`` waits for a turn's answer.
+TURN_TIMEOUT_SECONDS = 600.0
+#: How long a session ``agent chat --agent`` starts waits for each next message.
+CHAT_WAIT_FOR_USER = timedelta(days=30)
+
+_EXAMPLES = {
+    "send": 'examples:\n  agent send support-42 "and the other file?"\n'
+    '  agent send support-42 "yes, go ahead" --sender ann --message-id ann-0007',
+    "chat": "examples:\n  agent chat support-42\n  agent chat support-43 --agent myapp.agents:support_agent --sender ann",
+    "cancel": 'examples:\n  agent cancel support-42 --reason "closed by the user"',
+}
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``send``, ``chat`` and ``cancel``, and ``--replies`` to ``pending`` (added before)."""
+
+    def command(name: str, help_text: str, description: str) -> argparse.ArgumentParser:
+        return subparsers.add_parser(
+            name,
+            help=help_text,
+            description=description,
+            epilog=_EXAMPLES[name],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    def timeout_option(parser: argparse.ArgumentParser, what: str, default: float) -> None:
+        parser.add_argument(
+            "--timeout",
+            type=float,
+            default=default,
+            metavar="SECONDS",
+            help=f"how long to wait for {what} (default {default:g})",
+        )
+
+    send = command(
+        "send",
+        "send a message into a run (a session waiting for its user starts its next turn)",
+        "Send a message into a run by the send_message Update and print the receipt (message id and the "
+        "turn that answers it). The run's validator refuses a message to a finished run, an empty or too "
+        "long text, or a sender who is not a participant; the refusal is printed and the exit code is 1.",
+    )
+    add_run_argument(send)
+    send.add_argument("text", metavar="TEXT", help="what to say")
+    send.add_argument("--sender", default=None, help="who says it (checked against the agent's participants)")
+    send.add_argument("--message-id", default=None, help="your id for the message: sending it again adds nothing")
+    timeout_option(send, "the run to accept the message", ACCEPT_TIMEOUT_SECONDS)
+    send.set_defaults(handler=cmd_send)
+
+    chat = command(
+        "chat",
+        "talk to a run: each line you type is sent, and the turn's answer printed",
+        "Talk to a session interactively: each line typed is sent to the run, and the answer of the turn it "
+        "starts is printed when that turn ends. With --agent and a run id that does not exist, the first "
+        "line starts a session of that agent. Ctrl-D ends the chat; the run goes on waiting.",
+    )
+    add_run_argument(chat, help_text="the run id (workflow id) of the session")
+    chat.add_argument(
+        "--agent", default=None, metavar="MODULE:ATTR", help="start a session of this Agent when RUN does not exist"
+    )
+    chat.add_argument("--sender", default=None, help="who says it (checked against the agent's participants)")
+    chat.add_argument(
+        "--task-queue",
+        default=get_settings().task_queue,
+        help="with --agent: the task queue (default: $AGENT_TASK_QUEUE or agent)",
+    )
+    timeout_option(chat, "each turn's answer", TURN_TIMEOUT_SECONDS)
+    chat.set_defaults(handler=cmd_chat)
+
+    cancel = command(
+        "cancel",
+        "end a run cleanly as cancelled",
+        "Cancel a run cleanly by the cancel_run Update: tools in flight are cancelled, open tool calls get a "
+        "cancelled result, waiting confirmations close, after_run and close run, and the run completes with "
+        "exit_reason cancelled. A finished run is an error.",
+    )
+    add_run_argument(cancel)
+    cancel.add_argument("--reason", required=True, help="why (recorded with the cancelled results and confirmations)")
+    timeout_option(cancel, "the run to end", ACCEPT_TIMEOUT_SECONDS)
+    cancel.set_defaults(handler=cmd_cancel)
+
+    pending = subparsers.choices.get("pending")
+    if pending is None:
+        raise RuntimeError(
+            "agent.conversations.commands adds --replies to `agent pending`: list it after the approval commands"
+        )
+    pending.add_argument(
+        "--replies", action="store_true", help="list the sessions waiting for a user's reply instead of tool calls"
+    )
+    list_calls = pending.get_default("handler")
+
+    async def pending_or_replies(args: argparse.Namespace, client: Client) -> int:
+        return await (cmd_pending_replies if args.replies else list_calls)(args, client)
+
+    pending.set_defaults(handler=pending_or_replies)
+    pending.epilog = (pending.epilog or "") + "\n  agent pending --replies\n  agent pending --replies --json"
+
+
+async def why_not_now(client: Client, run_id: str, what: str) -> str | None:
+    """Why ``what`` (e.g. "the message") cannot reach run ``run_id`` now, or None when a worker
+    polls its task queue: no such run, a finished run, or no worker (nothing was sent)."""
+    try:
+        service = await run_service(client, run_id)
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        return f"No run '{run_id}' in namespace '{client.namespace}'."
+    if service.status != "RUNNING":
+        return f"run {run_id} is {service.status.lower()}: it takes no more messages and has nothing to cancel."
+    if not service.workers.alive:
+        return (
+            f"{service.workers.describe()}, so no worker can take {what} for run {run_id}: nothing was sent (a "
+            f"worker checks it before it reaches the run's history). Start a worker on '{service.task_queue}' "
+            "(`python worker.py`, or `agent dev`), then run this again."
+        )
+    return None
+
+
+async def _within(seconds: float, waiting: str, awaitable: Any) -> Any:
+    if seconds <= 0:
+        raise ValueError(f"--timeout must be more than 0 seconds, got {seconds:g}")
+    try:
+        async with announce_if_slow(f"{waiting} (up to {seconds:g} s) ..."):
+            return await asyncio.wait_for(awaitable, seconds)
+    except TimeoutError as err:
+        raise TimeoutError(f"stopped {waiting} after {seconds:g} s (--timeout): nothing more is known") from err
+
+
+def receipt_line(run_id: str, receipt: MessageReceipt) -> str:
+    """``sent to run R: message M, turn N``."""
+    return f"sent to run {run_id}: message {receipt.message_id}, turn {receipt.turn}"
+
+
+async def cmd_send(args: argparse.Namespace, client: Client) -> int:
+    """``agent send RUN TEXT``."""
+    refusal = await why_not_now(client, args.run, "the message")
+    if refusal is not None:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 1
+    handle = get_run(client, args.run)
+    try:
+        receipt = await _within(
+            args.timeout,
+            f"waiting for run {args.run} to accept the message",
+            handle.send_message(args.text, sender=args.sender, message_id=args.message_id),
+        )
+    except ConversationError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(receipt_line(args.run, receipt))
+    print(f"the answer: agent watch {args.run}")
+    return 0
+
+
+async def cmd_cancel(args: argparse.Namespace, client: Client) -> int:
+    """``agent cancel RUN --reason TEXT``: cancel, then wait for the run to end and print how."""
+    refusal = await why_not_now(client, args.run, "the cancel")
+    if refusal is not None:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 1
+    handle = get_run(client, args.run)
+    try:
+        await _within(args.timeout, f"waiting for run {args.run} to accept the cancel", handle.cancel(args.reason))
+    except ConversationError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    result = await _within(args.timeout, f"waiting for run {args.run} to end", handle.result())
+    print(
+        f"run {args.run} cancelled ({args.reason}): exit_reason {result.exit_reason}, turn {result.turn}, "
+        f"{len(result.messages)} messages kept"
+    )
+    return 0
+
+
+async def cmd_pending_replies(args: argparse.Namespace, client: Client) -> int:
+    """``agent pending --replies``: the sessions waiting for a user's reply."""
+    if args.limit is not None and args.limit < 1:
+        print("error: --limit must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        runs, truncated = await list_waiting_for_reply(client, limit=args.limit)
+    except ReplyListingError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps([run.as_json() for run in runs], indent=2))
+    elif not runs:
+        print("No run is waiting for a reply.")
+    else:
+        header = ("RUN", "TURN", "WAITING SINCE (UTC)", "LAST MESSAGE", "REPLY WITH")
+        rows = [
+            (r.run_id, str(r.turn or ""), r.since[:19].replace("T", " "), _clip(r.last_message, 48), r.reply_command())
+            for r in runs
+        ]
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    if truncated:
+        print(f"Listed the first {len(runs)} waiting runs (--limit {args.limit}); more are waiting.", file=sys.stderr)
+    return 0
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+async def _read_line() -> str:
+    return await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+
+
+async def cmd_chat(args: argparse.Namespace, client: Client) -> int:
+    """``agent chat RUN``: a line typed is a message; its turn's answer is printed; EOF ends the chat."""
+    agent = None
+    if args.agent:
+        try:
+            agent = load_agent(args.agent)
+        except AgentPathError as err:
+            print(f"agent: error: {err}", file=sys.stderr)
+            return 2
+    exists = await _exists(client, args.run)
+    if not exists and agent is None:
+        print(
+            f"error: No running run '{args.run}' in namespace '{client.namespace}' (give --agent to start one).",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        f"chat with run {args.run}"
+        + ("" if exists else f" (the first line starts it on task queue {args.task_queue})")
+        + ": type a message and press Enter; Ctrl-D ends the chat (the run goes on)",
+        flush=True,
+    )
+    handle: AgentRunHandle | None = get_run(client, args.run) if exists else None
+    while True:
+        line = await _read_line()
+        if not line:
+            print(f"chat ended; run {args.run} goes on (agent cancel {args.run} --reason ... ends it)")
+            return 0
+        text = line.rstrip("\n")
+        if not text.strip():
+            continue
+        try:
+            if handle is None:
+                handle = await agent.send(  # type: ignore[union-attr]
+                    client,
+                    args.run,
+                    text,
+                    task_queue=args.task_queue,
+                    sender=args.sender,
+                    wait_for_user=CHAT_WAIT_FOR_USER,
+                )
+                receipt = handle.last_receipt
+            else:
+                refusal = await why_not_now(client, args.run, "the message")
+                if refusal is not None:
+                    print(f"error: {refusal}", file=sys.stderr)
+                    return 1
+                receipt = await _within(
+                    ACCEPT_TIMEOUT_SECONDS,
+                    f"waiting for run {args.run} to accept the message",
+                    handle.send_message(text, sender=args.sender),
+                )
+            assert receipt is not None
+            print(f"[{receipt_line(args.run, receipt)}]", flush=True)
+            turn = await _within(
+                args.timeout,
+                f"waiting for turn {receipt.turn} of run {args.run} to answer",
+                handle.wait_turn(receipt.turn, timeout=timedelta(seconds=args.timeout)),
+            )
+        except MessageRefusedError as err:
+            print(f"refused: {err}", file=sys.stderr, flush=True)
+            continue
+        except ConversationError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        print(f"assistant: {_answer_text(turn.last_message)}", flush=True)
+        print(f"[turn {turn.turn} ended: exit_reason {turn.exit_reason}]", flush=True)
+
+
+def _answer_text(message: ChatMessage | None) -> str:
+    if message is None:
+        return "(no message)"
+    if message.text:
+        return message.text
+    return f"({message.role.value} message without text)"
+
+
+async def _exists(client: Client, run_id: str) -> bool:
+    """Whether run ``run_id`` is running (a finished one takes no message; --agent starts a new one)."""
+    try:
+        description = await client.get_workflow_handle(run_id).describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise
+    return description.status is not None and description.status.name == "RUNNING"

@@ -1,0 +1,150 @@
+"""The inbox's conversation pages: the sessions waiting for a reply (``/replies``) and one run's
+conversation (``/runs/{run}/conversation``) with a message box that posts through the run's
+``send_message`` Update (``.../send``).
+
+The messages shown come from the one history decoder (:mod:`agent.run_history`): the run's first
+messages, each message people sent (with who sent it), each answer of the model and the turn
+boundaries. The sender of a message is the request's identity (:mod:`agent.inbox.identity`),
+never a form field; the form carries a CSRF token (:mod:`agent.inbox.csrf`); the run's validator
+decides, and its refusal shows on the page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+from temporalio.service import RPCError
+
+from agent.conversation import ConversationError
+from agent.conversations.waiting import list_waiting_for_reply
+from agent.inbox.csrf import CSRF_COOKIE, CSRF_FIELD
+from agent.inbox.pages import InboxContext, PageError, no_such_run
+from agent.inbox.run_view import is_not_found
+from agent.run_history import read_history
+from core.messages import ChatMessage
+from core.payloads import AgentRunInput
+
+
+@dataclass
+class Said:
+    """One line of a conversation as the page shows it.
+
+    :param role: ``user``, ``assistant``, ``system`` or ``turn`` (a turn boundary).
+    :param text: What was said (or the boundary, e.g. "turn 2 started").
+    :param sender: Who sent a user message, when known.
+    """
+
+    role: str
+    text: str
+    sender: str = ""
+
+
+async def conversation_of(inbox: InboxContext, run_id: str) -> tuple[list[Said], str]:
+    """The run's conversation so far and Temporal's status name, from its history.
+
+    :raises PageError: 404 for an unknown run, 502 when Temporal does not answer.
+    """
+    handle = inbox.client.get_workflow_handle(run_id)
+    said: list[Said] = []
+    try:
+        description = await handle.describe()
+        async for item in read_history(handle, inbox.client.data_converter):
+            if item.kind == "run_started" and item.run_input is not None:
+                said.extend(first_messages(item.run_input))
+            elif item.kind == "message_received" and item.user_message is not None:
+                said.append(Said("user", item.user_message.text, item.user_message.sender or ""))
+            elif item.kind == "model_replied" and item.model_input is not None and item.model_input.purpose == "agent":
+                message = item.model_output.message if item.model_output else None
+                if message is not None and message.text:
+                    said.append(Said("assistant", message.text))
+            elif item.kind in ("turn_started", "turn_ended"):
+                said.append(Said("turn", f"turn {item.turn} {item.kind.removeprefix('turn_')}"))
+    except RPCError as err:
+        if is_not_found(err):
+            raise no_such_run(run_id) from err
+        raise PageError(502, "Temporal did not answer", err.message) from err
+    return said, description.status.name if description.status else "UNKNOWN"
+
+
+def first_messages(run_input: AgentRunInput) -> list[Said]:
+    """What the run started from: its input messages, or, for a run that continued as new, the
+    conversation it carried in its snapshot (the earlier runs' turns)."""
+    snapshot = run_input.snapshot
+    if snapshot is None:
+        messages = list(run_input.messages)
+    else:
+        messages = [ChatMessage.model_validate(m) for m in snapshot.state.get("messages") or []]
+    return [
+        Said(m.role.value, m.text or "", str(m.meta.get("sender") or ""))
+        for m in messages
+        if m.role.value in ("user", "assistant", "system") and m.text
+    ]
+
+
+def routes(inbox: InboxContext) -> list[Route]:
+    """The conversation pages' routes."""
+    pages = ConversationPages(inbox)
+    return [
+        Route("/replies", pages.replies_page),
+        Route("/runs/{run_id:str}/conversation", pages.conversation_page),
+        Route("/runs/{run_id:str}/conversation/send", pages.send, methods=["POST"]),
+    ]
+
+
+class ConversationPages:
+    """The reply list, one conversation, and sending a message."""
+
+    def __init__(self, inbox: InboxContext) -> None:
+        self.inbox = inbox
+
+    async def replies_page(self, request: Request) -> Response:
+        self.inbox.viewer(request)
+        runs, truncated = await list_waiting_for_reply(self.inbox.client, limit=self.inbox.settings.list_limit)
+        return self.inbox.render(request, "replies.html", runs=runs, truncated=truncated)
+
+    async def conversation_page(self, request: Request) -> Response:
+        self.inbox.viewer(request)
+        return await self._conversation(request, request.path_params["run_id"])
+
+    async def _conversation(
+        self, request: Request, run_id: str, error: str | None = None, text: str = "", status: int = 200
+    ) -> Response:
+        said, run_status = await conversation_of(self.inbox, run_id)
+        return self.inbox.render(
+            request,
+            "conversation.html",
+            status=status,
+            run_id=run_id,
+            said=said,
+            run_status=run_status,
+            error=error,
+            text=text,
+            read_only=self.inbox.identity.read_only,
+        )
+
+    async def send(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        form = await request.form()
+        if not self.inbox.csrf.check(request.cookies.get(CSRF_COOKIE), str(form.get(CSRF_FIELD) or "")):
+            raise PageError(
+                403, "Form expired", "This form's security token is missing or wrong. Reload the page and try again."
+            )
+        if self.inbox.identity.read_only:
+            raise PageError(403, "Read-only inbox", self.inbox.identity.how_to_sign_in())
+        sender = self.inbox.identity.identify(request)
+        if sender is None:
+            raise PageError(401, "Who are you?", self.inbox.identity.how_to_sign_in())
+        text = str(form.get("text") or "")
+        timeout = self.inbox.settings.decision_timeout.total_seconds()
+        try:
+            receipt = await asyncio.wait_for(self.inbox.handle(run_id).send_message(text, sender=sender), timeout)
+        except ConversationError as err:
+            return await self._conversation(request, run_id, error=str(err), text=text, status=409)
+        except TimeoutError:
+            message = f"Run '{run_id}' did not accept the message within {timeout:g} s (is a worker running?)."
+            return await self._conversation(request, run_id, error=message, text=text, status=504)
+        return RedirectResponse(f"/runs/{run_id}/conversation?sent={receipt.turn}", status_code=303)
