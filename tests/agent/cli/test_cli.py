@@ -149,7 +149,7 @@ async def test_approve_after_the_worker_stopped_times_out_and_says_what_became_o
     events = [e.WhichOneof("attributes") for e in (await handle.workflow.fetch_history()).events]
     assert "workflow_execution_update_accepted_event_attributes" not in events
     async with create_worker(client, tools=TEST_TOOLS, task_queue=queue):  # as the message says
-        result = await handle.result()
+        result = await asyncio.wait_for(handle.result(), timeout=120)
     assert result.last_message.text == "done"
     assert result.messages[-3].tool_calls[0].extra["confirmation"]["approver"] == "ann"
 
