@@ -20,6 +20,7 @@ from agent.approvals.decisions import (
     submit_decision,
 )
 from agent.run_history import last_failures
+from agent.run_problems import failing_workflow_task
 from core.checks import check_search_attributes
 from core.messages import ChatMessage
 from core.payloads import (
@@ -66,8 +67,12 @@ class AgentRunHandle:
 
     async def health(self) -> RunHealth:
         """What Temporal knows beyond the status query: the run's status and failure, a workflow task
-        that keeps failing (attempts and last error) and activities being retried (a model call
-        answering 5xx, a tool whose store is down), from ``describe()`` and the history."""
+        that keeps failing (attempts, last error, the fix: ``failing_workflow_task``) and activities
+        being retried (a model call answering 5xx, a tool whose store is down), from ``describe()``
+        and the history.
+
+        :raises temporalio.service.RPCError: NOT_FOUND when there is no such run.
+        """
         description = await self.workflow.describe()
         raw = description.raw_description
         health = RunHealth(status=description.status.name if description.status else "UNKNOWN")
@@ -84,7 +89,15 @@ class AgentRunHandle:
         ]
         ended_badly = health.status in ("FAILED", "TERMINATED", "TIMED_OUT", "CANCELED")
         if health.workflow_task_attempts > 1 or ended_badly:
-            health.workflow_task_error, health.failure = await last_failures(self.workflow, ended_badly)
+            found = await last_failures(self.workflow, ended_badly)
+            health.workflow_task_error, health.failure = found.workflow_task_error, found.run_failure
+            if health.workflow_task_attempts > 1 and health.status == "RUNNING":
+                health.failing_workflow_task = failing_workflow_task(
+                    health.workflow_task_attempts,
+                    found.workflow_task_error,
+                    description.task_queue,
+                    found.workflow_task_error_kinds,
+                )
         return health
 
     # -- confirmations (hooks.human_in_the_loop) ----------------------------------------------

@@ -2,7 +2,9 @@
 
 Each says what it waits for. ``status`` describes a run from the server (``describe()`` and the
 history), so it answers at once with every worker down, and exits 1 for a run that failed, was
-cancelled, terminated or timed out, naming the innermost cause. ``run --wait`` follows the run
+cancelled, terminated or timed out, naming the innermost cause, and 3 (:data:`STUCK_EXIT_CODE`)
+for a stuck run, whose workflow task keeps failing: attempt, error, the fix and, for
+non-determinism, a hint (:mod:`agent.run_problems`). ``run --wait`` follows the run
 (its step, the calls waiting for approval and how to approve them) and, on failure, prints the
 whole reason. Each command sets ``handler`` to ``async def handler(args, client) -> int``.
 """
@@ -30,7 +32,8 @@ from agent.agent import Agent
 from agent.approvals.commands import add_run_argument
 from agent.client import get_run
 from agent.dev.demo import demo_agent
-from agent.watch import health_lines, watch
+from agent.run_problems import health_lines
+from agent.watch import watch
 from agent.workers import run_service, workers_of
 from core.messages import ChatMessage
 from core.payloads import RunStatus
@@ -41,6 +44,8 @@ from runtime.tool_loading import ToolSpecError, resolve_spec
 
 #: Run states that are not a success: ``agent status`` exits 1 for them.
 UNSUCCESSFUL = ("FAILED", "CANCELED", "TERMINATED", "TIMED_OUT")
+#: ``agent status``'s exit code for a stuck run: open, but its workflow task keeps failing.
+STUCK_EXIT_CODE = 3
 #: How long ``agent status`` waits for the run's own status query (a worker answers it).
 STATUS_QUERY_SECONDS = 3
 
@@ -134,14 +139,17 @@ async def cmd_status(args: argparse.Namespace, client: Client) -> int:
     service = await run_service(client, args.run)  # raises RPCError NOT_FOUND for an unknown run
     health = await handle.health()
     shown: dict[str, Any] = {"run_id": args.run}
-    if service.workers.alive:
+    if service.workers.alive and health.failing_workflow_task is None:
         try:  # the run's own view: step, phase, pending approvals
             status = await handle.workflow.query(
                 RUN_STATUS_QUERY, result_type=RunStatus, rpc_timeout=timedelta(seconds=STATUS_QUERY_SECONDS)
             )
             shown.update(status.model_dump(mode="json"))
         except (WorkflowQueryFailedError, RPCError) as err:  # answered only through a worker; the server's view stands
-            shown["query_error"] = str(err)
+            if isinstance(err, RPCError) and err.status == RPCStatusCode.FAILED_PRECONDITION:
+                health = await handle.health()  # its workflow task failed since health was read
+            if health.failing_workflow_task is None:
+                shown["query_error"] = str(err)
     shown.update(
         status=service.status,
         done=service.status != "RUNNING",
@@ -156,7 +164,9 @@ async def cmd_status(args: argparse.Namespace, client: Client) -> int:
         print(
             f"agent: run {args.run}: {service.workers.describe()}; it makes no progress until one does", file=sys.stderr
         )
-    return 1 if service.status in UNSUCCESSFUL else 0
+    if service.status in UNSUCCESSFUL:
+        return 1
+    return STUCK_EXIT_CODE if health.failing_workflow_task is not None else 0
 
 
 async def cmd_runs(args: argparse.Namespace, client: Client) -> int:
@@ -306,10 +316,15 @@ def add_commands(sub: Any) -> None:
     status = _command(
         sub,
         "status",
-        "show a run's status, step, pending approvals, worker and problems; exit 1 if it failed",
-        "Describe a run from the server (status, failure with its innermost cause, retries, whether a "
-        "worker polls its task queue) and, when a worker answers within 3 s, the run's own step and phase. "
-        "Exits 1 for a failed, cancelled, terminated or timed-out run.",
+        "show a run's status, step, pending approvals, worker and problems; exit 1 if it failed, 3 if stuck",
+        "Describe a run from the server (status, failure with its innermost cause, retries, a workflow task "
+        "that keeps failing, whether a worker polls its task queue) and, when a worker answers within 3 s, "
+        "the run's own step and phase.\n\n"
+        "exit codes:\n"
+        "  0  the run completed, or is running with nothing stuck\n"
+        "  1  the run failed, was cancelled, terminated or timed out (or no such run)\n"
+        f"  {STUCK_EXIT_CODE}  the run is stuck: its workflow task keeps failing (attempt, error and the fix are "
+        "printed); it resumes by itself once the workers run fixed code",
         "  agent status run-1",
     )
     add_run_argument(status)

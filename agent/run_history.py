@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from temporalio.api.enums.v1 import WorkflowTaskFailedCause
 from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle
@@ -289,19 +290,48 @@ async def read_history(handle: WorkflowHandle, converter: DataConverter) -> Asyn
             yield item
 
 
-async def last_failures(handle: WorkflowHandle, run_ended_badly: bool) -> tuple[str | None, str | None]:
-    """The last workflow-task failure (:func:`describe_failure`), and why the run ended when it did
-    not complete (its failure chain, the termination reason, a timeout or a cancellation). Reads
-    only failure fields: no payload is decoded.
+@dataclass
+class LastFailures:
+    """The failures :func:`last_failures` found in a run's history.
+
+    :param workflow_task_error: The last workflow-task failure (:func:`describe_failure`).
+    :param workflow_task_error_kinds: What that failure was, by name: the event's cause
+        (``WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR``, ...) and the application failure
+        types in its chain (``RestrictedWorkflowAccessError``, ...).
+    :param run_failure: Why the run ended when it did not complete.
+    """
+
+    workflow_task_error: str | None = None
+    workflow_task_error_kinds: tuple[str, ...] = ()
+    run_failure: str | None = None
+
+
+def _failure_kinds(attrs: Any) -> tuple[str, ...]:
+    kinds = [WorkflowTaskFailedCause.Name(attrs.cause)]
+    failure = attrs.failure
+    while True:
+        if failure.HasField("application_failure_info") and failure.application_failure_info.type:
+            kinds.append(failure.application_failure_info.type)
+        if not failure.HasField("cause"):
+            return tuple(kinds)
+        failure = failure.cause
+
+
+async def last_failures(handle: WorkflowHandle, run_ended_badly: bool) -> LastFailures:
+    """The last workflow-task failure, and why the run ended when it did not complete (its failure
+    chain, the termination reason, a timeout or a cancellation). Reads only failure fields: no
+    payload is decoded.
 
     :raises temporalio.service.RPCError: NOT_FOUND when there is no such run.
     """
-    task_error = run_failure = None
+    found = LastFailures()
     async for event in handle.fetch_history_events():
         if event.HasField("workflow_task_failed_event_attributes"):
-            task_error = describe_failure(event.workflow_task_failed_event_attributes.failure)
+            attrs = event.workflow_task_failed_event_attributes
+            found.workflow_task_error = describe_failure(attrs.failure)
+            found.workflow_task_error_kinds = _failure_kinds(attrs)
         elif run_ended_badly:
             for field, ending in _ENDINGS.items():
                 if event.HasField(field) and ending not in ("completed", "continued as new"):
-                    run_failure = _ending_message(event, field) or "no reason given"
-    return task_error, run_failure
+                    found.run_failure = _ending_message(event, field) or "no reason given"
+    return found

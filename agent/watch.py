@@ -6,10 +6,11 @@ with their arguments and a preview of the result, decisions on confirmations wit
 messages people sent and who sent them, and a session's turns as they start and end)
 and, while the run is open, the ``run_status`` query (step and phase; 5 s deadline) and, when the
 run waits for a person, the pending calls with the command that approves each. Problems are
-printed once each: no worker polling the run's task queue, a workflow task that keeps failing, a
-model call being retried. At the end it prints the exit reason (or the failure) and returns the
-exit code: 0 when the run completed, 1 otherwise. ``agent run --wait`` uses it without the
-history lines.
+printed once each: no worker polling the run's task queue, a workflow task that keeps failing
+(its attempt, error, the fix and, for non-determinism, a hint; the watcher goes on, since fixed
+code lets the run resume), a model call being retried. At the end it prints the exit reason (or
+the failure) and returns the exit code: 0 when the run completed, 1 otherwise. ``agent run
+--wait`` uses it without the history lines.
 
 On a terminal the step and phase sit on a ``rich`` progress line with the events scrolling above
 it; elsewhere (a pipe, a log file, a test) every event is one plain line.
@@ -30,6 +31,7 @@ from activities.tool_invocation import ToolInvocationInput
 from agent.approvals.decisions import ConfirmationError
 from agent.client import AgentRunHandle
 from agent.run_history import HistoryDecoder, HistoryItem
+from agent.run_problems import failing_task_lines, health_lines
 from agent.workers import workers_of
 from core.payloads import RunHealth, RunStatus, TurnResult
 from core.wire import RUN_STATUS_QUERY, TURN_RESULT_QUERY
@@ -47,23 +49,6 @@ def waiting_line(run_id: str, request: PendingConfirmation) -> str:
     """``waiting for approval of TOOL (call ID): approve with `agent approve RUN ID```."""
     call = request.tool_call_id
     return f"waiting for approval of {request.tool_name} ({call}): approve with `agent approve {run_id} {call}`"
-
-
-def health_lines(run_id: str, health: RunHealth) -> list[str]:
-    """One readable line per problem Temporal reports for the run."""
-    lines = []
-    if health.failure:
-        lines.append(f"run {run_id} {health.status.lower()}: {health.failure}")
-    if health.workflow_task_attempts > 1:
-        lines.append(
-            f"run {run_id}: its workflow task keeps failing (attempt {health.workflow_task_attempts}): "
-            f"{health.workflow_task_error or 'no message'}"
-        )
-    for retry in health.retrying_activities:
-        lines.append(
-            f"run {run_id}: {retry.activity_type} is being retried (attempt {retry.attempt}): {retry.last_error}"
-        )
-    return lines
 
 
 def _preview(text: str, limit: int = PREVIEW_CHARS) -> str:
@@ -160,6 +145,7 @@ class RunWatcher:
         self._problems: set[str] = set()
         #: Turn lines are shown for sessions only (a one-turn run's turn says nothing new).
         self._session = False
+        self._failing_error: str | None = None
 
     async def run(self) -> int:
         """Watch until the run ends; returns 0 when it completed, 1 when it did not."""
@@ -172,7 +158,8 @@ class RunWatcher:
             await self._read_history()
             if health.status != "RUNNING":
                 return await self._finish(health)
-            await self._read_status()
+            if health.failing_workflow_task is None:  # a stuck run cannot answer the query
+                await self._read_status()
             self._report_problems(health)
             await asyncio.sleep(self.interval)
             health = await self.handle.health()
@@ -185,7 +172,9 @@ class RunWatcher:
                 RUN_STATUS_QUERY, result_type=RunStatus, rpc_timeout=timedelta(seconds=QUERY_SECONDS)
             )
         except (WorkflowQueryFailedError, RPCError) as err:
-            # No worker, or its workflow task keeps failing: say which.
+            if isinstance(err, RPCError) and err.status == RPCStatusCode.FAILED_PRECONDITION:
+                return  # its workflow task failed since health was read: the next poll reports it
+            # No worker, or the query itself failed: say which.
             description = await self.handle.workflow.describe()
             workers = await workers_of(self.handle.client, description.task_queue)
             why = (
@@ -224,7 +213,17 @@ class RunWatcher:
             self.out.line(f"  {_describe_call(p.tool_name, p.tool_params)}  (or: agent reject / agent modify)")
 
     def _report_problems(self, health: RunHealth) -> None:
-        for line in health_lines(self.handle.run_id, health):
+        run_id = self.handle.run_id
+        task = health.failing_workflow_task
+        if task is None:
+            if self._failing_error is not None:
+                self.out.line(f"run {run_id} resumed: its workflow task no longer fails")
+                self._failing_error = None
+        elif task.error != self._failing_error:  # once per error, not once per attempt
+            self._failing_error = task.error
+            for line in failing_task_lines(run_id, task):
+                self.out.line(f"problem: {line}")
+        for line in health_lines(run_id, health.model_copy(update={"failing_workflow_task": None})):
             self._problem(line)
 
     def _problem(self, line: str) -> None:

@@ -208,6 +208,24 @@ class ActivityRetry(BaseModel):
     last_error: str | None = None
 
 
+class FailingWorkflowTask(BaseModel):
+    """A workflow task that keeps failing: the run waits for fixed code rather than failing.
+
+    :param attempt: The pending workflow task's attempt (2 or more).
+    :param error: The last failure, from the history's last ``WorkflowTaskFailed`` event.
+    :param task_queue: The run's task queue (the workers that need the fixed code).
+    :param fix: What to do about it, in one sentence.
+    :param hint: For a sandbox restriction or non-determinism, what workflow code uses instead;
+        None for any other error.
+    """
+
+    attempt: int
+    error: str
+    task_queue: str
+    fix: str
+    hint: str | None = None
+
+
 class RunHealth(BaseModel):
     """What Temporal knows about a run beyond its own status query (from ``describe()``).
 
@@ -217,6 +235,8 @@ class RunHealth(BaseModel):
     :param workflow_task_attempts: Attempt of the pending workflow task (above 1: it keeps failing).
     :param workflow_task_error: The last workflow-task failure's message, when the task is failing.
     :param retrying_activities: Activities on their second or later attempt.
+    :param failing_workflow_task: The workflow task that keeps failing, with how to fix it; None
+        while the run's workflow tasks succeed.
     """
 
     status: str
@@ -224,6 +244,7 @@ class RunHealth(BaseModel):
     workflow_task_attempts: int = 0
     workflow_task_error: str | None = None
     retrying_activities: list[ActivityRetry] = Field(default_factory=list)
+    failing_workflow_task: FailingWorkflowTask | None = None
 
     @property
     def stuck(self) -> bool:

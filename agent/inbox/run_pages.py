@@ -1,6 +1,6 @@
-"""The inbox's run pages: one run (``/runs/{run}``: status and timeline) and an offloaded tool
-result (``/runs/{run}/results``, read through the same store and range logic as the
-``read_tool_result`` tool, scoped to that run)."""
+"""The inbox's run pages: one run (``/runs/{run}``: status, a workflow task that keeps failing
+with its fix, and the timeline) and an offloaded tool result (``/runs/{run}/results``, read
+through the same store and range logic as the ``read_tool_result`` tool, scoped to that run)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
 from agent.inbox.pages import InboxContext, InboxPages, PageError
-from core.payloads import RunStatus
+from core.payloads import FailingWorkflowTask, RunStatus
 from core.wire import RUN_STATUS_QUERY
 from hooks.human_in_the_loop.dataclasses import PendingConfirmation
 from hooks.tool_result_offloading.reader import READ_LIMIT_CHARS, select_range
@@ -37,7 +37,8 @@ class RunPages(InboxPages):
         run = await self.read_run(run_id)
         status: RunStatus | None = None
         pending: list[PendingConfirmation] = []
-        if run.status == "RUNNING":
+        stuck = await self._failing_task(run_id) if run.status == "RUNNING" else None
+        if run.status == "RUNNING" and stuck is None:  # a stuck run answers no query
             try:
                 status = await self.handle(run_id).workflow.query(
                     RUN_STATUS_QUERY, result_type=RunStatus, rpc_timeout=self.settings.query_timeout
@@ -53,9 +54,21 @@ class RunPages(InboxPages):
             run=run,
             live=status,
             pending=pending,
+            stuck=stuck,
             just_decided=run.decisions.get(decided_id) if decided_id else None,
             decided_id=decided_id,
         )
+
+    async def _failing_task(self, run_id: str) -> FailingWorkflowTask | None:
+        """The run's workflow task that keeps failing, if any.
+
+        :raises PageError: 502 when Temporal does not answer.
+        """
+        try:
+            health = await self.handle(run_id).health()
+        except RPCError as err:
+            raise PageError(502, "Temporal did not answer", err.message) from err
+        return health.failing_workflow_task
 
     async def result_page(self, request: Request) -> Response:
         self.viewer(request)
