@@ -128,7 +128,3 @@ def add_config_command(sub: argparse._SubParsersAction) -> None:
     )
     config.add_argument("--json", action="store_true", help="print JSON: [{field, env, value, source, description}]")
     config.set_defaults(handler=_handler, needs_client=False)
-
-
-if __name__ == "__main__":  # python -m agent.config_command: the same as `agent config`
-    sys.exit(cmd_config(argparse.Namespace(json="--json" in sys.argv[1:])))
