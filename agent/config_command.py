@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, SecretStr
 
+from agent.command_line import add_command
 from core.settings import (
     MASK,
     ModelEndpoint,
@@ -117,14 +118,14 @@ async def _handler(args: argparse.Namespace, client: None) -> int:
 
 def add_config_command(sub: argparse._SubParsersAction) -> None:
     """Register ``agent config`` on the CLI's subparsers (it needs no Temporal connection)."""
-    config = sub.add_parser(
+    config = add_command(
+        sub,
         "config",
-        help="print the effective configuration: each setting, its variable, value (secrets masked), source",
-        description="Print every setting this process would use: its environment variable, where its value came "
+        "print the effective configuration: each setting, its variable, value (secrets masked), source",
+        "Print every setting this process would use: its environment variable, where its value came "
         "from (the environment or the default) and the value, with secrets masked. A bad value is named with "
         "what is allowed, and the command exits 2.",
-        epilog="examples:\n  agent config\n  agent config --json\n  source .agent-dev/env.sh && agent config",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "examples:\n  agent config\n  agent config --json\n  source .agent-dev/env.sh && agent config",
     )
     config.add_argument("--json", action="store_true", help="print JSON: [{field, env, value, source, description}]")
     config.set_defaults(handler=_handler, needs_client=False)

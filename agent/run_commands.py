@@ -29,8 +29,8 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent.agent import Agent
-from agent.approvals.commands import add_run_argument
 from agent.client import get_run
+from agent.command_line import add_command, add_run_argument
 from agent.dev.demo import demo_agent
 from agent.run_problems import health_lines
 from agent.watch import watch
@@ -261,16 +261,6 @@ async def cmd_result(args: argparse.Namespace, client: Client) -> int:
     return 0
 
 
-def _command(sub: Any, name: str, help_text: str, description: str, examples: str) -> argparse.ArgumentParser:
-    return sub.add_parser(
-        name,
-        help=help_text,
-        description=description,
-        epilog="examples:\n" + examples,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-
-
 def _timeout_option(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--timeout",
@@ -284,13 +274,13 @@ def _timeout_option(parser: argparse.ArgumentParser, what: str) -> None:
 def add_commands(sub: Any) -> None:
     """Add ``run``, ``status``, ``runs``, ``watch`` and ``result`` to the CLI's subparsers."""
     settings = get_settings()
-    run = _command(
+    run = add_command(
         sub,
         "run",
         "start a run of your agent (--agent) or the demo agent with a prompt",
         "Start a run with one user message. A worker with the agent's tools must poll --task-queue; "
         "with --wait, follow the run until it ends (its step, calls waiting for approval, the answer).",
-        '  agent run "tidy up /tmp" --agent myapp.agents:support_agent --wait\n  agent run "add 2 and 3" --run-id run-1',
+        'examples:\n  agent run "tidy up /tmp" --agent myapp.agents:support_agent --wait\n  agent run "add 2 and 3" --run-id run-1',
     )
     run.add_argument("prompt", help="the user's message")
     run.add_argument(
@@ -313,7 +303,7 @@ def add_commands(sub: Any) -> None:
     _timeout_option(run, "the run with --wait")
     run.set_defaults(handler=cmd_run)
 
-    status = _command(
+    status = add_command(
         sub,
         "status",
         "show a run's status, step, pending approvals, worker and problems; exit 1 if it failed, 3 if stuck",
@@ -325,41 +315,41 @@ def add_commands(sub: Any) -> None:
         "  1  the run failed, was cancelled, terminated or timed out (or no such run)\n"
         f"  {STUCK_EXIT_CODE}  the run is stuck: its workflow task keeps failing (attempt, error and the fix are "
         "printed); it resumes by itself once the workers run fixed code",
-        "  agent status run-1",
+        "examples:\n  agent status run-1",
     )
     add_run_argument(status)
     status.set_defaults(handler=cmd_status)
 
-    runs = _command(
+    runs = add_command(
         sub,
         "runs",
         "list recent runs: status, start time, waiting for approval",
         "List the namespace's agent runs, newest first, from Temporal visibility (no worker needed).",
-        "  agent runs\n  agent runs --json --limit 100",
+        "examples:\n  agent runs\n  agent runs --json --limit 100",
     )
     runs.add_argument("--limit", type=int, default=20, help="at most this many runs (default 20); a cut list says so")
     runs.add_argument("--json", action="store_true", help="print JSON: {runs: [...], truncated, limit}")
     runs.set_defaults(handler=cmd_runs)
 
-    watch_cmd = _command(
+    watch_cmd = add_command(
         sub,
         "watch",
         "follow a run live (steps, tool calls, approvals, problems); exit 0 if it completes, 1 if not",
         "Follow a run until it ends: model replies, tool calls, decisions, calls waiting for approval "
         "and problems Temporal reports (no worker, a failing task, retried activities).",
-        "  agent watch run-1\n  agent watch run-1 --plain --timeout 600",
+        "examples:\n  agent watch run-1\n  agent watch run-1 --plain --timeout 600",
     )
     add_run_argument(watch_cmd)
     watch_cmd.add_argument("--plain", action="store_true", help="plain lines even on a terminal")
     _timeout_option(watch_cmd, "the run")
     watch_cmd.set_defaults(handler=cmd_watch)
 
-    result = _command(
+    result = add_command(
         sub,
         "result",
         "wait for a run to finish and print its answer",
         "Wait for a run to finish and print its exit reason and final answer (exit 1 if it failed).",
-        "  agent result run-1\n  agent result run-1 --json --timeout 60",
+        "examples:\n  agent result run-1\n  agent result run-1 --json --timeout 60",
     )
     add_run_argument(result)
     result.add_argument("--json", action="store_true", help="print the whole AgentRunResult as JSON")

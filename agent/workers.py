@@ -98,11 +98,12 @@ async def run_service(client: Client, run_id: str) -> RunService:
     return RunService(run_id, status, description.task_queue, workers)
 
 
-async def why_no_worker(client: Client, run_id: str, doing: str) -> str | None:
+async def why_no_worker(client: Client, run_id: str, doing: str, ended: str | None = None) -> str | None:
     """Why no worker can take ``doing`` (e.g. "the decision") for ``run_id`` now, in one sentence
     that says nothing was recorded; None when a worker polls the run's task queue.
 
-    The reasons: no such run, the run has ended, or no worker polls its task queue.
+    The reasons: no such run, the run has ended (``ended`` says what that means for ``doing``;
+    default: nothing waits for it), or no worker polls its task queue.
     """
     try:
         service = await run_service(client, run_id)
@@ -111,11 +112,11 @@ async def why_no_worker(client: Client, run_id: str, doing: str) -> str | None:
             raise
         return f"No run '{run_id}' in namespace '{client.namespace}'."
     if service.status != "RUNNING":
-        return f"run {run_id} is {service.status.lower()}: nothing waits for {doing}."
+        return f"run {run_id} is {service.status.lower()}: {ended or f'nothing waits for {doing}'}."
     if not service.workers.alive:
         return (
             f"{service.workers.describe()}, so no worker can take {doing} for run {run_id}: nothing was sent "
-            f"(a worker checks a decision before it reaches the run's history). Start a worker on "
+            f"(a worker checks {doing} before it reaches the run's history). Start a worker on "
             f"'{service.task_queue}' (`python worker.py`, or `agent dev`), then run this again."
         )
     return None

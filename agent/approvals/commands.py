@@ -30,6 +30,7 @@ from agent.approvals.decisions import (
 )
 from agent.approvals.interactive import approve_interactively, load_ui, report_decision, when
 from agent.approvals.waiting import iter_waiting_runs, list_waiting_runs
+from agent.command_line import add_command, add_run_argument
 from agent.progress import announce_if_slow
 from agent.workers import why_no_worker
 from hooks.human_in_the_loop.dataclasses import PendingSummary, ToolDecision
@@ -50,24 +51,11 @@ def approver_help() -> str:
     return f"who decides, recorded with the decision (default: $AGENT_APPROVER, else your OS user name: {default_approver()!r})"
 
 
-def add_run_argument(parser: argparse.ArgumentParser, optional: bool = False, help_text: str | None = None) -> None:
-    """The run's positional argument, named ``RUN`` in every command (``args.run``)."""
-    parser.add_argument(
-        "run", metavar="RUN", nargs="?" if optional else None, help=help_text or "the run id (workflow id)"
-    )
-
-
 def add_commands(subparsers: Any) -> None:
     """Add ``pending``, ``approve``, ``reject`` and ``modify`` to the CLI's subparsers."""
 
     def command(name: str, help_text: str, description: str) -> argparse.ArgumentParser:
-        return subparsers.add_parser(
-            name,
-            help=help_text,
-            description=description,
-            epilog=_EXAMPLES[name],
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+        return add_command(subparsers, name, help_text, description, _EXAMPLES[name])
 
     pending = command(
         "pending",

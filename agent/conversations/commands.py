@@ -19,13 +19,13 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from agent.approvals.commands import add_run_argument
 from agent.client import AgentRunHandle, get_run
+from agent.command_line import add_command, add_run_argument
 from agent.conversation import ConversationError, MessageRefusedError
 from agent.conversations.waiting import ReplyListingError, list_waiting_for_reply
 from agent.progress import announce_if_slow
 from agent.run_commands import AgentPathError, load_agent
-from agent.workers import run_service
+from agent.workers import why_no_worker
 from core.messages import ChatMessage
 from core.payloads import MessageReceipt
 from core.settings import get_settings
@@ -45,17 +45,15 @@ _EXAMPLES = {
 }
 
 
+#: What an ended run means for a message or a cancel.
+ENDED = "it takes no more messages and has nothing to cancel"
+
+
 def add_commands(subparsers: Any) -> None:
     """Add ``send``, ``chat`` and ``cancel``, and ``--replies`` to ``pending`` (added before)."""
 
     def command(name: str, help_text: str, description: str) -> argparse.ArgumentParser:
-        return subparsers.add_parser(
-            name,
-            help=help_text,
-            description=description,
-            epilog=_EXAMPLES[name],
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+        return add_command(subparsers, name, help_text, description, _EXAMPLES[name])
 
     def timeout_option(parser: argparse.ArgumentParser, what: str, default: float) -> None:
         parser.add_argument(
@@ -129,26 +127,6 @@ def add_commands(subparsers: Any) -> None:
     pending.epilog = (pending.epilog or "") + "\n  agent pending --replies\n  agent pending --replies --json"
 
 
-async def why_not_now(client: Client, run_id: str, what: str) -> str | None:
-    """Why ``what`` (e.g. "the message") cannot reach run ``run_id`` now, or None when a worker
-    polls its task queue: no such run, a finished run, or no worker (nothing was sent)."""
-    try:
-        service = await run_service(client, run_id)
-    except RPCError as err:
-        if err.status != RPCStatusCode.NOT_FOUND:
-            raise
-        return f"No run '{run_id}' in namespace '{client.namespace}'."
-    if service.status != "RUNNING":
-        return f"run {run_id} is {service.status.lower()}: it takes no more messages and has nothing to cancel."
-    if not service.workers.alive:
-        return (
-            f"{service.workers.describe()}, so no worker can take {what} for run {run_id}: nothing was sent (a "
-            f"worker checks it before it reaches the run's history). Start a worker on '{service.task_queue}' "
-            "(`python worker.py`, or `agent dev`), then run this again."
-        )
-    return None
-
-
 async def _within(seconds: float, waiting: str, awaitable: Any) -> Any:
     if seconds <= 0:
         raise ValueError(f"--timeout must be more than 0 seconds, got {seconds:g}")
@@ -166,7 +144,7 @@ def receipt_line(run_id: str, receipt: MessageReceipt) -> str:
 
 async def cmd_send(args: argparse.Namespace, client: Client) -> int:
     """``agent send RUN TEXT``."""
-    refusal = await why_not_now(client, args.run, "the message")
+    refusal = await why_no_worker(client, args.run, "the message", ENDED)
     if refusal is not None:
         print(f"error: {refusal}", file=sys.stderr)
         return 1
@@ -187,7 +165,7 @@ async def cmd_send(args: argparse.Namespace, client: Client) -> int:
 
 async def cmd_cancel(args: argparse.Namespace, client: Client) -> int:
     """``agent cancel RUN --reason TEXT``: cancel, then wait for the run to end and print how."""
-    refusal = await why_not_now(client, args.run, "the cancel")
+    refusal = await why_no_worker(client, args.run, "the cancel", ENDED)
     if refusal is not None:
         print(f"error: {refusal}", file=sys.stderr)
         return 1
@@ -285,7 +263,7 @@ async def cmd_chat(args: argparse.Namespace, client: Client) -> int:
                 )
                 receipt = handle.last_receipt
             else:
-                refusal = await why_not_now(client, args.run, "the message")
+                refusal = await why_no_worker(client, args.run, "the message", ENDED)
                 if refusal is not None:
                     print(f"error: {refusal}", file=sys.stderr)
                     return 1

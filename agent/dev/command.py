@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from agent.client import connect
+from agent.command_line import add_command
 from agent.dev.lock import AlreadyRunningError, DataDirLock
 from agent.dev.ports import ensure_port_free, read_port_file, write_port_file
 from agent.dev.processes import DevServerError
@@ -163,16 +164,16 @@ async def _until_stopped(
 def add_dev_command(subparsers: argparse._SubParsersAction) -> None:
     """Register ``agent dev`` on the ``agent`` command's subparsers."""
     settings = get_settings()
-    dev = subparsers.add_parser(
+    dev = add_command(
+        subparsers,
         "dev",
-        help="run the embedded stack (Temporal dev server, S3, scripted model, a worker with your tools) until Ctrl-C",
-        description="Run Temporal, S3, the scripted model, the inbox and a worker until Ctrl-C. The worker serves "
+        "run the embedded stack (Temporal dev server, S3, scripted model, a worker with your tools) until Ctrl-C",
+        "Run Temporal, S3, the scripted model, the inbox and a worker until Ctrl-C. The worker serves "
         "the tools of every --agent on --task-queue (the demo's two tools without --agent) and restarts when a "
         "*.py file under the current directory changes. DATA_DIR/env.sh has what another shell needs "
         "(source it). One agent dev runs per data directory.",
-        epilog="examples:\n  agent dev\n  agent dev --agent examples.quickstart:agent\n"
+        "examples:\n  agent dev\n  agent dev --agent examples.quickstart:agent\n"
         "  agent dev --agent myapp.agents:support --agent myapp.agents:billing --data-dir /tmp/dev2 --port 7240",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     dev.add_argument(
         "--agent",

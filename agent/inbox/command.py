@@ -9,6 +9,7 @@ import signal
 from temporalio.client import Client
 
 from agent.approvals.decisions import default_approver
+from agent.command_line import add_command
 from agent.inbox.app import create_app
 from agent.inbox.identity import IdentityConfig, IdentityConfigError, load_tokens
 from agent.inbox.server import DEFAULT_PORT, InboxServer
@@ -16,14 +17,14 @@ from agent.inbox.server import DEFAULT_PORT, InboxServer
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``agent inbox`` on the CLI's subcommands."""
-    inbox = sub.add_parser(
+    inbox = add_command(
+        sub,
         "inbox",
-        help="the web approvals inbox: waiting calls, approve / reject / modify in a browser (127.0.0.1)",
-        description="Serve the web approvals inbox for the namespace of TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE. "
+        "the web approvals inbox: waiting calls, approve / reject / modify in a browser (127.0.0.1)",
+        "Serve the web approvals inbox for the namespace of TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE. "
         "Approvers are identified by a trusted header from your reverse proxy (--identity-header) or a token "
         "table (--tokens); with neither, the inbox is read-only.",
-        epilog="examples:\n  agent inbox --identity-header X-Forwarded-User\n  agent inbox --tokens tokens.txt --port 8765",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "examples:\n  agent inbox --identity-header X-Forwarded-User\n  agent inbox --tokens tokens.txt --port 8765",
     )
     inbox.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     inbox.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)")

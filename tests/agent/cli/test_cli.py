@@ -125,7 +125,7 @@ async def test_approve_when_no_worker_polls_the_queue_sends_nothing_and_says_so(
     assert approved.returncode == 1
     assert approved.stderr.strip() == (
         f"error: no worker polls task queue '{queue}' (the server has seen none in the last 5 minutes), so no "
-        f"worker can take the decision for run {run_id}: nothing was sent (a worker checks a decision before it "
+        f"worker can take the decision for run {run_id}: nothing was sent (a worker checks the decision before it "
         f"reaches the run's history). Start a worker on '{queue}' (`python worker.py`, or `agent dev`), then run "
         "this again."
     )
