@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator
-from typing import TextIO
+from collections.abc import AsyncIterator, Awaitable
+from typing import TextIO, TypeVar
+
+T = TypeVar("T")
 
 #: A wait shorter than this goes unannounced (a decision takes 13-20 ms when a worker is up).
 ANNOUNCE_AFTER_SECONDS = 1.0
@@ -28,3 +30,21 @@ async def announce_if_slow(
         yield
     finally:
         task.cancel()
+
+
+async def wait_within(seconds: float | None, what: str, awaitable: Awaitable[T], announce: bool = False) -> T:
+    """``awaitable``, given at most ``seconds`` (None: no limit), for a command's ``--timeout``.
+
+    :param what: What is awaited, e.g. ``"run R to accept the message"``.
+    :param announce: Say ``waiting for WHAT (up to N s) ...`` once the wait takes over a second.
+    :raises ValueError: ``seconds`` is not more than 0.
+    :raises TimeoutError: After ``seconds``, saying what was awaited and that the run goes on.
+    """
+    if seconds is not None and seconds <= 0:
+        raise ValueError(f"--timeout must be more than 0 seconds, got {seconds:g}")
+    note = announce_if_slow(f"waiting for {what} (up to {seconds:g} s) ...") if announce and seconds else None
+    try:
+        async with note or contextlib.nullcontext():
+            return await asyncio.wait_for(awaitable, seconds)
+    except TimeoutError as err:
+        raise TimeoutError(f"stopped waiting for {what} after {seconds:g} s (--timeout); the run goes on") from err

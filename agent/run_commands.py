@@ -12,7 +12,6 @@ whole reason. Each command sets ``handler`` to ``async def handler(args, client)
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import uuid
@@ -32,6 +31,7 @@ from agent.agent import Agent
 from agent.client import get_run
 from agent.command_line import add_command, add_run_argument
 from agent.dev.demo import demo_agent
+from agent.progress import wait_within
 from agent.run_problems import health_lines
 from agent.watch import watch
 from agent.workers import run_service, workers_of
@@ -88,20 +88,6 @@ def load_agent(path: str) -> Agent:
     )
 
 
-def _timeout(seconds: float | None) -> float | None:
-    if seconds is not None and seconds <= 0:
-        raise ValueError(f"--timeout must be more than 0 seconds, got {seconds:g}")
-    return seconds
-
-
-async def _until(seconds: float | None, what: str, awaitable: Any) -> Any:
-    """``awaitable``, or a clear ``TimeoutError`` after ``seconds`` saying the run goes on."""
-    try:
-        return await asyncio.wait_for(awaitable, seconds)
-    except TimeoutError as err:
-        raise TimeoutError(f"stopped waiting for {what} after {seconds:g} s (--timeout); the run goes on") from err
-
-
 async def cmd_run(args: argparse.Namespace, client: Client) -> int:
     run_id = args.run_id or f"run-{uuid.uuid4().hex[:12]}"
     if args.agent:
@@ -131,7 +117,7 @@ async def cmd_run(args: argparse.Namespace, client: Client) -> int:
         )
     if not args.wait:
         return 0
-    return await _until(_timeout(args.timeout), f"run {run_id}", watch(handle, plain=True, events=False))
+    return await wait_within(args.timeout, f"run {run_id}", watch(handle, plain=True, events=False))
 
 
 async def cmd_status(args: argparse.Namespace, client: Client) -> int:
@@ -236,7 +222,7 @@ async def _run_row(execution: WorkflowExecution) -> dict:
 
 async def cmd_watch(args: argparse.Namespace, client: Client) -> int:
     watching = watch(get_run(client, args.run), plain=True if args.plain else None)
-    return await _until(_timeout(args.timeout), f"run {args.run}", watching)
+    return await wait_within(args.timeout, f"run {args.run}", watching)
 
 
 async def cmd_result(args: argparse.Namespace, client: Client) -> int:
@@ -246,7 +232,7 @@ async def cmd_result(args: argparse.Namespace, client: Client) -> int:
         note = "" if service.workers.alive else f"; {service.workers.describe()}"
         print(f"agent: waiting for run {args.run} to finish (Ctrl-C stops waiting, not the run){note}", file=sys.stderr)
     try:
-        result = await _until(_timeout(args.timeout), f"run {args.run}", handle.result())
+        result = await wait_within(args.timeout, f"run {args.run}", handle.result())
     except WorkflowFailureError:
         health = await handle.health()
         print(

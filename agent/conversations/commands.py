@@ -23,7 +23,7 @@ from agent.client import AgentRunHandle, get_run
 from agent.command_line import add_command, add_run_argument
 from agent.conversation import ConversationError, MessageRefusedError
 from agent.conversations.waiting import ReplyListingError, list_waiting_for_reply
-from agent.progress import announce_if_slow
+from agent.progress import wait_within
 from agent.run_commands import AgentPathError, load_agent
 from agent.workers import why_no_worker
 from core.messages import ChatMessage
@@ -127,14 +127,12 @@ def add_commands(subparsers: Any) -> None:
     pending.epilog = (pending.epilog or "") + "\n  agent pending --replies\n  agent pending --replies --json"
 
 
-async def _within(seconds: float, waiting: str, awaitable: Any) -> Any:
-    if seconds <= 0:
-        raise ValueError(f"--timeout must be more than 0 seconds, got {seconds:g}")
-    try:
-        async with announce_if_slow(f"{waiting} (up to {seconds:g} s) ..."):
-            return await asyncio.wait_for(awaitable, seconds)
-    except TimeoutError as err:
-        raise TimeoutError(f"stopped {waiting} after {seconds:g} s (--timeout): nothing more is known") from err
+async def _refused(client: Client, run_id: str, what: str) -> bool:
+    """Print why no worker can take ``what`` for the run now, and return True; False when one can."""
+    refusal = await why_no_worker(client, run_id, what, ENDED)
+    if refusal is not None:
+        print(f"error: {refusal}", file=sys.stderr)
+    return refusal is not None
 
 
 def receipt_line(run_id: str, receipt: MessageReceipt) -> str:
@@ -144,16 +142,15 @@ def receipt_line(run_id: str, receipt: MessageReceipt) -> str:
 
 async def cmd_send(args: argparse.Namespace, client: Client) -> int:
     """``agent send RUN TEXT``."""
-    refusal = await why_no_worker(client, args.run, "the message", ENDED)
-    if refusal is not None:
-        print(f"error: {refusal}", file=sys.stderr)
+    if await _refused(client, args.run, "the message"):
         return 1
     handle = get_run(client, args.run)
     try:
-        receipt = await _within(
+        receipt = await wait_within(
             args.timeout,
-            f"waiting for run {args.run} to accept the message",
+            f"run {args.run} to accept the message",
             handle.send_message(args.text, sender=args.sender, message_id=args.message_id),
+            announce=True,
         )
     except ConversationError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -165,17 +162,17 @@ async def cmd_send(args: argparse.Namespace, client: Client) -> int:
 
 async def cmd_cancel(args: argparse.Namespace, client: Client) -> int:
     """``agent cancel RUN --reason TEXT``: cancel, then wait for the run to end and print how."""
-    refusal = await why_no_worker(client, args.run, "the cancel", ENDED)
-    if refusal is not None:
-        print(f"error: {refusal}", file=sys.stderr)
+    if await _refused(client, args.run, "the cancel"):
         return 1
     handle = get_run(client, args.run)
     try:
-        await _within(args.timeout, f"waiting for run {args.run} to accept the cancel", handle.cancel(args.reason))
+        await wait_within(
+            args.timeout, f"run {args.run} to accept the cancel", handle.cancel(args.reason), announce=True
+        )
     except ConversationError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    result = await _within(args.timeout, f"waiting for run {args.run} to end", handle.result())
+    result = await wait_within(args.timeout, f"run {args.run} to end", handle.result(), announce=True)
     print(
         f"run {args.run} cancelled ({args.reason}): exit_reason {result.exit_reason}, turn {result.turn}, "
         f"{len(result.messages)} messages kept"
@@ -263,21 +260,21 @@ async def cmd_chat(args: argparse.Namespace, client: Client) -> int:
                 )
                 receipt = handle.last_receipt
             else:
-                refusal = await why_no_worker(client, args.run, "the message", ENDED)
-                if refusal is not None:
-                    print(f"error: {refusal}", file=sys.stderr)
+                if await _refused(client, args.run, "the message"):
                     return 1
-                receipt = await _within(
+                receipt = await wait_within(
                     ACCEPT_TIMEOUT_SECONDS,
-                    f"waiting for run {args.run} to accept the message",
+                    f"run {args.run} to accept the message",
                     handle.send_message(text, sender=args.sender),
+                    announce=True,
                 )
             assert receipt is not None
             print(f"[{receipt_line(args.run, receipt)}]", flush=True)
-            turn = await _within(
+            turn = await wait_within(
                 args.timeout,
-                f"waiting for turn {receipt.turn} of run {args.run} to answer",
+                f"turn {receipt.turn} of run {args.run} to answer",
                 handle.wait_turn(receipt.turn, timeout=timedelta(seconds=args.timeout)),
+                announce=True,
             )
         except MessageRefusedError as err:
             print(f"refused: {err}", file=sys.stderr, flush=True)

@@ -8,11 +8,11 @@ itself (``activities.tool_invocation.offload_in_activity``).
 
 from temporalio.client import Client
 
+from activities.result_store import STORE_TOOL_RESULT_ACTIVITY
 from core.checks import check_bucket
 from core.s3 import tool_results_bucket
 from core.tool_records import OFFLOADED_META_KEY
 from hooks.family import HookFamily
-from hooks.tool_result_offloading.activities import STORE_TOOL_RESULT_ACTIVITY
 from hooks.tool_result_offloading.hooks import RESULT_STORE_CONTEXT_KEY, OffloadTask, ToolResultOffloadHook
 from hooks.tool_result_offloading.policies import AlwaysOffload, NeverOffload, OffloadOverChars, OffloadPolicyBase
 from hooks.tool_result_offloading.protocol import OffloadPolicy, ToolResultStore

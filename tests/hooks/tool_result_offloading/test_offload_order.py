@@ -13,10 +13,10 @@ import os
 
 from temporalio.client import WorkflowHandle
 
+from activities.result_store import STORE_TOOL_RESULT_ACTIVITY
 from agent import Agent, ChatMessage
 from core.wire import INVOKE_TOOL_ACTIVITY
 from hooks.tool_result_offloading import OFFLOADED_META_KEY, OffloadOverChars, S3ToolResultStore, ToolResultOffloadHook
-from hooks.tool_result_offloading.activities import STORE_TOOL_RESULT_ACTIVITY
 from tests import tools as t
 from tests.offload_support import REDACTED, SECRET, IgnoresToolResults, redact_secrets
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
+from activities.result_store import StoreResultInput, store_tool_result
 from agent.dev.stack import DUMMY_AWS_CREDENTIALS, MotoS3Server
 from core.s3 import s3_client
 from core.serialization import object_from_dict
@@ -20,7 +21,6 @@ from hooks.tool_result_offloading import (
     ToolResultStoreError,
     store_from_environment,
 )
-from hooks.tool_result_offloading.activities import StoreToolResultInput, store_tool_result
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +196,7 @@ def test_store_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 
 async def test_store_activity_writes_through_the_descriptor(bucket: str) -> None:
     store = S3ToolResultStore(bucket).for_run("run-act")
-    reference = await store_tool_result(StoreToolResultInput(store=store.to_dict(), key="s/t/c.txt", content="payload"))
+    reference = await store_tool_result(StoreResultInput(store=store.to_dict(), key="s/t/c.txt", content="payload"))
     assert store.read(reference) == "payload"
     other = S3ToolResultStore(bucket).for_run("run-other").write(key="x.txt", content="x")
     with pytest.raises(ValueError, match="own tool results"):
@@ -206,7 +206,7 @@ async def test_store_activity_writes_through_the_descriptor(bucket: str) -> None
 async def test_store_activity_refuses_a_bad_key_without_retry(bucket: str) -> None:
     descriptor = S3ToolResultStore(bucket).for_run("run-act").to_dict()
     with pytest.raises(ApplicationError) as refused:
-        await store_tool_result(StoreToolResultInput(store=descriptor, key="../x.txt", content="x"))
+        await store_tool_result(StoreResultInput(store=descriptor, key="../x.txt", content="x"))
     assert refused.value.non_retryable
 
 
