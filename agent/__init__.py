@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent.agent import Agent
     from agent.client import AgentRunHandle, connect, get_run
+    from core.mcp import MCPTool, MCPToolset, StdioServerInfo, StreamableHttpServerInfo
     from core.messages import ChatMessage, ChatRole, ToolCall, ToolCallResult
     from core.payloads import AgentRunResult, RunStatus
     from core.state import State
@@ -29,6 +30,10 @@ _EXPORTS: dict[str, str] = {
     "AgentRunResult": "core.payloads",
     "RunStatus": "core.payloads",
     "connect": "agent.client",
+    "MCPTool": "core.mcp",
+    "MCPToolset": "core.mcp",
+    "StdioServerInfo": "core.mcp",
+    "StreamableHttpServerInfo": "core.mcp",
     "get_run": "agent.client",
     "ChatMessage": "core.messages",
     "ChatRole": "core.messages",
@@ -51,6 +56,10 @@ __all__ = [
     "RunStatus",
     "connect",
     "get_run",
+    "MCPTool",
+    "MCPToolset",
+    "StdioServerInfo",
+    "StreamableHttpServerInfo",
     "ChatMessage",
     "ChatRole",
     "State",

@@ -11,6 +11,7 @@ import json
 from datetime import timedelta
 from typing import Any, Literal, get_args
 
+from core.mcp import MCPSource, MCPToolset, split_mcp
 from core.serialization import object_from_dict, object_to_dict
 from core.state import state_schema_from_dict, state_schema_to_dict, validate_state_schema
 from core.tools import Tool, Toolset, ToolSpec, flatten_tools
@@ -117,7 +118,8 @@ class AgentSpec:
 
     :param model: Model name at the OpenAI-compatible endpoint the worker talks to.
     :param tools: ``Tool`` objects (from ``@tool``), ``ToolSpec`` or ``Toolset`` groups (flattened);
-        only the specs travel.
+        only the specs travel. ``MCPToolset``/``MCPTool`` travel as an ``MCPSource``; each run lists
+        their tools once (``mcp_sources``, ``workflows/mcp_tools.py``).
     :param system_prompt: Prepended as a system message when the run starts.
     :param hooks: ``{hook_point: [hook, ...]}``, run in list order.
     :param exit_conditions: ``"text"`` and/or tool names whose successful call ends the run.
@@ -139,7 +141,7 @@ class AgentSpec:
     def __init__(
         self,
         model: str,
-        tools: list[Tool | ToolSpec | Toolset] | None = None,
+        tools: list[Tool | ToolSpec | Toolset | MCPToolset | MCPSource] | None = None,
         system_prompt: str | None = None,
         hooks: dict[HookPoint, list[Any]] | None = None,
         exit_conditions: list[str] | None = None,
@@ -152,6 +154,10 @@ class AgentSpec:
         participants: list[str] | None = None,
     ) -> None:
         self.model = model
+        tools, mcp = split_mcp(tools)
+        #: The MCP servers' tools, listed when a run starts (the toolsets themselves: a worker serves them).
+        self.mcp_sources: list[MCPSource] = [t.source() if isinstance(t, MCPToolset) else t for t in mcp]
+        self.mcp_toolsets: list[MCPToolset] = [t for t in mcp if isinstance(t, MCPToolset)]
         self.tool_specs: list[ToolSpec] = [
             t.spec if isinstance(t, Tool) else ToolSpec.model_validate(t) for t in flatten_tools(tools)
         ]
@@ -165,7 +171,8 @@ class AgentSpec:
         self.hooks: dict[str, list[Any]] = {point: list(hook_list) for point, hook_list in (hooks or {}).items()}
         validate_hooks(self.hooks)
         self.exit_conditions = list(exit_conditions or ["text"])
-        unknown = [c for c in self.exit_conditions if c != "text" and c not in names]
+        listed = {n for source in self.mcp_sources for n in source.tool_names or []}
+        unknown = [c for c in self.exit_conditions if c != "text" and c not in names and c not in listed]
         if unknown:
             raise ValueError(f"exit_conditions name unknown tools: {', '.join(unknown)}. Tools: {', '.join(names)}.")
         if max_agent_steps < 1:
@@ -286,6 +293,7 @@ class AgentSpec:
             "continue_as_new_after_events": self.continue_as_new_after_events,
             "model_retry_timeout_seconds": self.model_retry_timeout.total_seconds(),
             "participants": self.participants,
+            **({"mcp": [s.model_dump() for s in self.mcp_sources]} if self.mcp_sources else {}),
         }
 
     @classmethod
@@ -293,7 +301,10 @@ class AgentSpec:
         """Rebuild from :meth:`to_dict`'s output (as this class, or the subclass it is called on)."""
         return cls(
             model=data["model"],
-            tools=[ToolSpec.model_validate(t) for t in data.get("tools", [])],
+            tools=[
+                *(ToolSpec.model_validate(t) for t in data.get("tools", [])),
+                *(MCPSource.model_validate(s) for s in data.get("mcp", [])),
+            ],
             system_prompt=data.get("system_prompt"),
             hooks=cls.hooks_from_dict(data.get("hooks", {})),
             exit_conditions=data.get("exit_conditions"),

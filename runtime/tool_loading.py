@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Any
 
+from core.mcp import MCPToolset
 from core.serialization import import_object
 from core.spec import AgentSpec
 from core.tools import Tool, Toolset, flatten_tools
@@ -70,9 +71,9 @@ def resolve_spec(spec: str, option: str = "--tools") -> Any:
     return target
 
 
-def tools_of(obj: Any, spec: str, option: str = "--tools") -> list[Tool]:
-    """The runnable tools of what a spec named: a ``Tool``, a list of tools, a ``Toolset``, an
-    ``Agent`` (its tools), or a zero-argument function returning one of these.
+def tools_of(obj: Any, spec: str, option: str = "--tools") -> list[Tool | MCPToolset]:
+    """The runnable tools of what a spec named: a ``Tool``, an ``MCPToolset``, a list of these, a
+    ``Toolset``, an ``Agent`` (its tools and MCP toolsets), or a zero-argument function returning one.
 
     :raises ToolSpecError: For anything else, or an agent with tools given only as ``ToolSpec``.
     """
@@ -88,12 +89,12 @@ def tools_of(obj: Any, spec: str, option: str = "--tools") -> list[Tool]:
                 f"{option} {spec!r}: the agent's tools {', '.join(missing)} were given as ToolSpec, without a "
                 "function to run; name their @tool functions with --tools module:TOOLS"
             )
-        return list(obj.tool_functions)
-    if isinstance(obj, Tool):
+        return [*obj.tool_functions, *obj.mcp_toolsets]
+    if isinstance(obj, (Tool, MCPToolset)):
         return [obj]
     if isinstance(obj, (list, tuple, Toolset)):
         tools = flatten_tools(list(obj))
-        strangers = [repr(t) for t in tools if not isinstance(t, Tool)]
+        strangers = [repr(t) for t in tools if not isinstance(t, (Tool, MCPToolset))]
         if strangers:
             raise ToolSpecError(f"{option} {spec!r}: not @tool functions: {', '.join(strangers)}")
         return tools
@@ -103,18 +104,22 @@ def tools_of(obj: Any, spec: str, option: str = "--tools") -> list[Tool]:
     )
 
 
-def load_tools(specs: list[str], option: str = "--tools") -> list[Tool]:
-    """The tools of every spec, in order; a tool named by two specs is served once.
+def load_tools(specs: list[str], option: str = "--tools") -> list[Tool | MCPToolset]:
+    """The tools of every spec, in order; a tool (or MCP toolset object) named by two specs is served once.
 
     :raises ToolSpecError: As :func:`resolve_spec` and :func:`tools_of`, or when two specs name
         different tools with one name.
     """
     by_name: dict[str, Tool] = {}
+    toolsets: list[MCPToolset] = []
     for spec in specs:
         for tool in tools_of(resolve_spec(spec, option), spec, option):
+            if isinstance(tool, MCPToolset):
+                toolsets += [] if any(t is tool for t in toolsets) else [tool]
+                continue
             other = by_name.setdefault(tool.name, tool)
             if other is not tool and other.function is not tool.function:
                 raise ToolSpecError(
                     f"{option} {spec!r}: another spec already gave a different tool named {tool.name!r}"
                 )
-    return list(by_name.values())
+    return [*by_name.values(), *toolsets]

@@ -20,11 +20,14 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.mcp import MCPActivities
 from activities.model import ModelActivities
 from activities.tool_invocation import ToolActivities
+from core.mcp import MCPServerError, MCPToolset, split_mcp
 from core.settings import DEFAULT_MAX_CACHED_WORKFLOWS as DEFAULT_MAX_CACHED_WORKFLOWS
 from core.settings import ConfigurationError, env_name, get_settings
 from core.tools import Tool
+from runtime.mcp_servers import MCPServers, MCPServersPlugin
 from runtime.plugin import AgentPlugin, connect
 from runtime.tool_loading import ToolSpecError, load_tools
 
@@ -42,6 +45,11 @@ MAX_CACHED_WORKFLOWS_ENV = env_name("max_cached_workflows")
 DEFAULT_TOOLS = "agent.dev.demo_tools:DEMO_TOOLS"
 
 
+def has_plugin(client: Client) -> bool:
+    """Whether ``client`` already carries an :class:`AgentPlugin` (then its workers get it too)."""
+    return any(isinstance(p, AgentPlugin) for p in client.config().get("plugins", []))
+
+
 def max_cached_workflows() -> int:
     """The workflow cache size: ``AGENT_MAX_CACHED_WORKFLOWS``, else :data:`DEFAULT_MAX_CACHED_WORKFLOWS`.
 
@@ -53,7 +61,7 @@ def max_cached_workflows() -> int:
 
 def create_worker(
     client: Client,
-    tools: list[Tool],
+    tools: list[Tool | MCPToolset],
     task_queue: str | None = None,
     model_activities: ModelActivities | None = None,
     extra_workflows: list[type] | None = None,
@@ -63,7 +71,9 @@ def create_worker(
     """Build a worker for agent runs.
 
     :param client: A client from :func:`agent.connect` (it must carry the project's converter).
-    :param tools: The tool functions (``@tool``) this worker can run.
+    :param tools: The tool functions (``@tool``) this worker can run, and the MCP toolsets
+        (``MCPToolset``/``MCPTool``) whose servers it starts or reaches when it starts and stops when it
+        shuts down (``runtime/mcp_servers.py``).
     :param task_queue: Defaults to ``AGENT_TASK_QUEUE`` (``agent``).
     :param model_activities: A custom model client holder; by default one from ``OPENAI_*``.
     :param extra_workflows: Other workflow classes to run on the same worker.
@@ -71,12 +81,20 @@ def create_worker(
     :param worker_options: Passed to ``temporalio.worker.Worker`` (override the tuned defaults,
         e.g. ``max_cached_workflows``, by default :func:`max_cached_workflows`).
     :raises ValueError: On duplicate tool names or a non-``Tool`` in ``tools``, or a malformed
-        ``AGENT_MAX_CACHED_WORKFLOWS``.
+        ``AGENT_MAX_CACHED_WORKFLOWS``, or two MCP toolsets naming one server with different settings.
+        A server that cannot start or list its tools raises ``core.mcp.MCPServerError`` from
+        ``async with worker`` (or ``worker.run()``), naming its command or URL.
     """
+    tools, toolsets = split_mcp(tools)
     activities: list[Any] = [ToolActivities(tools).invoke_tool, *(extra_activities or [])]
+    plugins: list[Any] = [] if has_plugin(client) else [AgentPlugin()]
+    if toolsets:
+        servers = MCPServers(toolsets)
+        mcp = MCPActivities(servers)
+        activities += [mcp.list_mcp_tools, mcp.call_mcp_tool]
+        plugins.append(MCPServersPlugin(servers))
     if model_activities is not None:
         activities.append(model_activities.chat_completion)
-    has_plugin = any(isinstance(p, AgentPlugin) for p in client.config().get("plugins", []))
     options: dict[str, Any] = {
         "sticky_queue_schedule_to_start_timeout": STICKY_SCHEDULE_TO_START,
         "max_heartbeat_throttle_interval": HEARTBEAT_THROTTLE,
@@ -92,12 +110,12 @@ def create_worker(
         task_queue=task_queue or get_settings().task_queue,
         workflows=list(extra_workflows or []),
         activities=activities,
-        plugins=[] if has_plugin else [AgentPlugin()],
+        plugins=plugins,
         **options,
     )
 
 
-async def run_worker(client: Client, tools: list[Tool], task_queue: str | None = None) -> None:
+async def run_worker(client: Client, tools: list[Tool | MCPToolset], task_queue: str | None = None) -> None:
     """Run a worker until SIGINT/SIGTERM."""
     worker = create_worker(client, tools=tools, task_queue=task_queue)
     stop = asyncio.Event()
@@ -110,7 +128,7 @@ async def run_worker(client: Client, tools: list[Tool], task_queue: str | None =
         await stop.wait()
 
 
-async def _connect_and_run(tools: list[Tool], task_queue: str | None) -> None:
+async def _connect_and_run(tools: list[Tool | MCPToolset], task_queue: str | None) -> None:
     await run_worker(await connect(), tools, task_queue)
 
 
@@ -148,7 +166,10 @@ def main(argv: list[str] | None = None) -> None:
     except ConfigurationError as exc:
         sys.exit(f"worker: {exc}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(_connect_and_run(tools, args.task_queue))
+    try:
+        asyncio.run(_connect_and_run(tools, args.task_queue))
+    except MCPServerError as exc:  # a server of --tools that cannot start: named, no traceback
+        sys.exit(f"worker: {exc}")
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
         model_call_failure,
         model_exit_reason,
     )
+    from workflows.mcp_tools import RunMCPTools
     from workflows.spans import hook_point_span, hook_span, model_call_span, run_span, tool_call_span
     from workflows.stored_conversation import StoredConversation
     from workflows.turns import DEFAULT_CANCEL_REASON, ConversationTurns
@@ -90,6 +91,7 @@ class AgentWorkflow(ConversationTurns):
         self._body: asyncio.Task[None] | None = None
         #: Results of this step's tool calls whose activity has completed, by call id.
         self._finished_tool_results: dict[str, ChatMessage] = {}
+        self._mcp = RunMCPTools()
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -184,6 +186,7 @@ class AgentWorkflow(ConversationTurns):
                 type=AGENT_SPEC_ERROR,
                 non_retryable=True,
             ) from err
+        await self._mcp.list_tools(agent)  # once per run, recorded: a replay never reconnects
         state = initial_state(agent, run_input)
         snapshot = run_input.snapshot
         context = RunContext(
@@ -354,7 +357,7 @@ class AgentWorkflow(ConversationTurns):
                 )
             async with bound, tool_call_span(call, step):
                 output = await self._cancellable(
-                    call_tool(
+                    (self._mcp.call if self._mcp.serves(call.tool_name) else call_tool)(
                         ToolInvocationInput(
                             run_id=context.run_id,
                             tool_call=call,
