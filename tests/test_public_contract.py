@@ -9,7 +9,19 @@ import pytest
 import agent
 
 CONTRACT = {
-    "agent": ["Agent", "ChatMessage", "ToolCall", "tool", "get_run", "connect", "AgentPlugin"],
+    "agent": [
+        "Agent",
+        "ChatMessage",
+        "ToolCall",
+        "tool",
+        "get_run",
+        "connect",
+        "AgentPlugin",
+        "MCPTool",
+        "MCPToolset",
+        "StdioServerInfo",
+        "StreamableHttpServerInfo",
+    ],
     "hooks": ["hook", "FunctionHook"],
     "hooks.human_in_the_loop": [
         "ConfirmationHook",

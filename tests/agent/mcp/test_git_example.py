@@ -117,3 +117,22 @@ async def test_a_commit_waits_for_approval_then_lands(client, scripted, model, r
     assert result.last_message.text == "Committed."
     log = subprocess.run(["git", "-C", str(repository), "log", "--format=%s"], capture_output=True, text=True)
     assert log.stdout.split("\n")[:2] == ["Add the second note", "Start the notes"]
+
+
+def test_worker_py_stops_at_once_naming_a_server_that_cannot_start(stack, tmp_path):
+    env = {
+        **os.environ,
+        "GIT_AGENT_REPOSITORY": str(tmp_path / "not-a-repository"),
+        "PATH": os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "worker.py", "--tools", "examples.git_agent:agent"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"worker: MCP server `mcp-server-git --repository {tmp_path / 'not-a-repository'}`"), last
