@@ -142,8 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--tools",
         action="append",
         metavar="MODULE:ATTR",
-        help="your tools by import path, as `agent run --agent`: a list of @tool functions, a Toolset, or an "
-        "agent.Agent whose tools are served (e.g. myapp.tools:TOOLS or myapp.agents:support); modules are "
+        help="your tools by import path, as `agent run --agent`: a list of @tool functions (and MCPToolsets), a "
+        "Toolset, an MCPToolset, or an agent.Agent whose tools and MCP servers are served (e.g. myapp.tools:TOOLS or myapp.agents:support); modules are "
         "found in the current directory; repeatable. Default: the demo's two tools",
     )
     parser.add_argument("--task-queue", help="task queue to poll (default: $AGENT_TASK_QUEUE or agent)")
