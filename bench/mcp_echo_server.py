@@ -28,6 +28,7 @@ def main() -> None:
         return
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # connections wait in the backlog from now on, before uvicorn accepts them
     print(f"ready {sock.getsockname()[1]}", flush=True)
     uvicorn.Server(uvicorn.Config(server.streamable_http_app(), log_level="warning")).run(sockets=[sock])
 

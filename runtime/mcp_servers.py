@@ -36,6 +36,10 @@ logger = logging.getLogger(__name__)
 #: JSON-RPC's "connection closed" code, which the SDK raises for every request once the server's
 #: stream has ended (a stdio server that exited, an HTTP session that was lost).
 CONNECTION_CLOSED = -32000
+#: JSON-RPC's "invalid request", and the words of a streamable HTTP server that no longer knows the
+#: session (it restarted, or dropped an idle one): the session is gone, a new one is opened.
+INVALID_REQUEST = -32600
+SESSION_GONE = ("Session not found", "Session terminated")
 
 
 class _Connection:
@@ -220,7 +224,9 @@ class MCPServers:
         try:
             return await request
         except MCPError as err:
-            if err.code == CONNECTION_CLOSED:
+            if err.code == CONNECTION_CLOSED or (
+                err.code == INVALID_REQUEST and any(w in str(err) for w in SESSION_GONE)
+            ):
                 connection.lost(client)
                 raise MCPServerLost(f"the connection to the server closed ({err}); it is restarted") from err
             raise MCPCallRefused(str(err)) from err

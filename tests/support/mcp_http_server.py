@@ -1,6 +1,6 @@
 """An MCP server over streamable HTTP, built with the ``mcp`` SDK, that asks for a bearer token.
 
-``python -m tests.support.mcp_http_server TOKEN`` binds a free port on 127.0.0.1, prints
+``python -m tests.support.mcp_http_server TOKEN [PORT]`` binds PORT (default: a free one) on 127.0.0.1, prints
 ``ready PORT`` and serves ``/mcp`` until it is stopped. A request without
 ``Authorization: Bearer TOKEN`` gets 401, so a test sees that the worker's headers arrive.
 Tools: ``add``, ``echo``, ``big`` (a long text, for offloading) and ``slow`` (for timeouts).
@@ -61,9 +61,11 @@ def bearer_only(app: Any, token: str) -> Any:
 def main() -> None:
     token = sys.argv[1]
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restarted server takes its old port again
+    sock.bind(("127.0.0.1", int(sys.argv[2]) if len(sys.argv) > 2 else 0))
     app = bearer_only(server.streamable_http_app(), token)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    sock.listen(128)  # connections wait in the backlog from now on, before uvicorn accepts them
     print(f"ready {sock.getsockname()[1]}", flush=True)
     uvicorn.Server(config).run(sockets=[sock])
 

@@ -37,11 +37,14 @@ class HttpServer:
 
 
 @contextmanager
-def http_server() -> Iterator[HttpServer]:
-    """Start the server on a free loopback port; stop it (by its PID) at the end."""
-    token = secrets.token_hex(8)
+def http_server(token: str | None = None, port: int | None = None) -> Iterator[HttpServer]:
+    """Start the server on ``port`` (default: a free loopback port); stop it (by its PID) at the end.
+
+    :param token: The bearer token it asks for (default: a fresh one).
+    """
+    token = token or secrets.token_hex(8)
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.mcp_http_server", token],
+        [sys.executable, "-m", "tests.support.mcp_http_server", token, *([str(port)] if port else [])],
         stdout=subprocess.PIPE,
         text=True,
         cwd=Path(__file__).resolve().parents[2],

@@ -17,7 +17,7 @@ from core.mcp import MCPServerError
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
 from hooks.tool_result_offloading import FileSystemToolResultStore, OffloadOverChars, ToolResultOffloadHook
 from tests.agent.mcp.conftest import TIME
-from tests.support.mcp_servers import TIME_SERVER, server_children
+from tests.support.mcp_servers import TIME_SERVER, http_server, server_children
 from tests.support.polling import eventually
 from worker import create_worker
 
@@ -125,6 +125,23 @@ async def test_a_dead_stdio_server_is_restarted_by_the_next_call(client, scripte
         [second] = server_children("Europe/Paris")  # restarted once, shared by both calls
         assert second != first
     assert server_children("Europe/Paris") == []  # stopped with the worker
+
+
+async def test_an_http_session_lost_with_its_server_is_reopened(client, scripted, model, run_id):
+    with http_server() as first:
+        toolset = MCPToolset(StreamableHttpServerInfo(url=first.url, token=first.token), tool_names=["add"])
+        agent = Agent(model=model, tools=[toolset])
+        async with create_worker(client, tools=[toolset], task_queue=run_id):
+            scripted.script(model, [calls("add", a=1, b=2), {"text": "ok"}])
+            _, result = await run(client, run_id, agent, f"{run_id}-1")
+            assert result.messages[2].tool_call_result.result == "3"
+            first.process.terminate()
+            first.process.wait(10)
+            port = int(first.url.split(":")[2].split("/")[0])
+            with http_server(first.token, port):  # the same URL again, a new process with no sessions
+                scripted.script(model, [calls("add", a=2, b=2), {"text": "ok"}])
+                _, result = await run(client, run_id, agent, f"{run_id}-2")
+                assert result.messages[2].tool_call_result.result == "4"
 
 
 async def test_a_command_that_cannot_start_stops_the_worker_naming_it(client, run_id):
