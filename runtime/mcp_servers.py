@@ -145,10 +145,14 @@ class MCPServers:
     """The MCP servers a worker was given, by name (``server_name``: command line or URL).
 
     :param toolsets: The worker's toolsets; two with one server share its connection.
-    :raises ValueError: Two toolsets name one server with different settings (env, headers, cwd).
+    :raises ValueError: Two toolsets name one server with different settings (env, headers, cwd), or
+        an item is not an ``MCPToolset`` (a recorded ``MCPSource`` has no server info to start).
     """
 
     def __init__(self, toolsets: list[MCPToolset]) -> None:
+        for toolset in toolsets:
+            if not isinstance(toolset, MCPToolset):
+                raise ValueError(f"{toolset!r} is not an MCPToolset; a worker needs the server info to start it.")
         self.toolsets = list(toolsets)
         self.connections: dict[str, _Connection] = {}
         for toolset in self.toolsets:
