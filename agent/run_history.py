@@ -48,6 +48,7 @@ ItemKind = Literal[
     "turn_started",
     "turn_ended",
     "run_ended",
+    "run_rewound",
 ]
 
 #: How a run's last event reads, by the history event's field.
@@ -84,6 +85,11 @@ class HistoryItem:
     :param turn: ``turn_started``/``turn_ended``: the turn's number; ``message_received``: the
         turn that sees the message (None for a Signal).
     :param preview: ``turn_ended``: the start of the turn's last message (from the run's memo).
+    :param event_id: The history event's id.
+    :param scheduled_by: ``model_called``/``tool_started``: the id of the ``WorkflowTaskCompleted``
+        event whose commands scheduled the activity (where Temporal's reset can take the run back to).
+    :param base_run_id: ``run_rewound``: the Temporal run id the run was reset from; ``message`` is
+        the reset's reason.
     """
 
     kind: ItemKind
@@ -102,6 +108,9 @@ class HistoryItem:
     receipt: MessageReceipt | None = None
     turn: int | None = None
     preview: str = ""
+    event_id: int = 0
+    scheduled_by: int = 0
+    base_run_id: str = ""
 
 
 def describe_failure(failure: Failure) -> str:
@@ -148,6 +157,7 @@ class HistoryDecoder:
         item = await self.decode(event)
         if item is None:
             return []
+        item.event_id = event.event_id
         if item.kind == "run_ended" and event.HasField("workflow_execution_continued_as_new_event_attributes"):
             return [*await self._turn_ended_by_continue(event), item]
         starts = item.kind == "model_called" and self._open_turn is None
@@ -175,11 +185,15 @@ class HistoryDecoder:
             if attrs.activity_type.name == CHAT_COMPLETION_ACTIVITY:
                 request = await self._decode(attrs.input.payloads, ModelCallInput)
                 self._models[event.event_id] = request
-                return HistoryItem("model_called", at, model_input=request)
+                return HistoryItem(
+                    "model_called", at, model_input=request, scheduled_by=attrs.workflow_task_completed_event_id
+                )
             if attrs.activity_type.name == INVOKE_TOOL_ACTIVITY:
                 call = await self._decode(attrs.input.payloads, ToolInvocationInput)
                 self._tools[event.event_id] = call
-                return HistoryItem("tool_started", at, tool_call=call)
+                return HistoryItem(
+                    "tool_started", at, tool_call=call, scheduled_by=attrs.workflow_task_completed_event_id
+                )
             return None
         if event.HasField("activity_task_completed_event_attributes"):
             attrs = event.activity_task_completed_event_attributes
@@ -237,6 +251,9 @@ class HistoryDecoder:
                 return None
             decision = await self._decode(attrs.input.payloads, ToolDecision)
             return HistoryItem("decision_sent", at, decision=decision, via="signal")
+        if is_reset_event(event):
+            attrs = event.workflow_task_failed_event_attributes
+            return HistoryItem("run_rewound", at, message=attrs.failure.message, base_run_id=attrs.base_run_id)
         for field, ending in _ENDINGS.items():
             if event.HasField(field):
                 return HistoryItem("run_ended", at, ending=ending, message=_ending_message(event, field))
@@ -267,6 +284,23 @@ class HistoryDecoder:
         if turn is not None:
             self._last_turn = turn
         return HistoryItem("turn_ended", at, turn=turn, preview=str(memo.get("last_message") or ""))
+
+
+def is_reset_event(event: HistoryEvent) -> bool:
+    """True for the event where Temporal's reset began a run anew (``agent rewind``): the workflow
+    task failed with cause ``RESET_WORKFLOW``; every event before it was copied from the run it was
+    reset from."""
+    return (
+        event.HasField("workflow_task_failed_event_attributes")
+        and event.workflow_task_failed_event_attributes.cause
+        == WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW
+    )
+
+
+def copied_before_reset(events: list[HistoryEvent]) -> int:
+    """How many of ``events`` (a run's history) a reset copied from the run before it: the index of
+    the last reset event, 0 for a run never reset."""
+    return max((index for index, event in enumerate(events) if is_reset_event(event)), default=0)
 
 
 def _ending_message(event: HistoryEvent, field: str) -> str:
