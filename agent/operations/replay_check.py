@@ -20,7 +20,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from temporalio.client import Client, WorkflowExecution, WorkflowHistory
+from temporalio.runtime import Runtime, TelemetryConfig
 from temporalio.worker import Replayer, WorkflowReplayResult
+from temporalio.workflow import NondeterminismError
 
 from core.wire import WORKFLOW_TYPE
 from runtime.plugin import AgentPlugin
@@ -97,20 +99,28 @@ class ReplayCheckReport:
 
 
 def first_mismatch(failure: BaseException) -> str:
-    """The replay failure in one line: the non-determinism text core reports (``Nondeterminism(
-    "...")`` inside the activation failure), else the failure's own message."""
+    """The replay failure in one line: the message core puts inside the activation failure
+    (``[TMPRL1100] Nondeterminism error: Timer machine does not handle this event: ...``) as
+    ``non-determinism [TMPRL1100]: Timer machine ...``; any other failure as ``Type: message``."""
     text = str(failure)
-    found = re.search(r'Nondeterminism\("(.*?)"\)', text, re.S) or re.search(r"Nondeterminism\((.*?)\)", text, re.S)
-    inner = found.group(1) if found else text
-    inner = inner.replace('\\"', '"').replace("\\'", "'")
-    kind = "non-determinism" if found or "nondetermin" in text.lower() else type(failure).__name__
-    return f"{kind}: {' '.join(inner.split())}"
+    found = re.search(r'message: "(.*?)"(?:, source:|\s*\})', text, re.S)
+    inner = found.group(1).replace('\\"', '"') if found else text
+    code = re.match(r"\[(TMPRL\d+)\]\s*", inner)
+    if code:
+        inner = inner[code.end() :]
+    inner = re.sub(r"^Nondeterminism error:\s*", "", inner, flags=re.I)
+    nondeterminism = isinstance(failure, NondeterminismError) or "nondetermin" in text.lower()
+    kind = "non-determinism" if nondeterminism else type(failure).__name__
+    return f"{kind}{f' [{code.group(1)}]' if code else ''}: {' '.join(inner.split())}"
 
 
 def replayer() -> Replayer:
     """A replayer with the project's plugin: the data converter, external storage, sandbox and
-    interceptors a worker of this installation uses."""
-    return Replayer(workflows=[AgentWorkflow], plugins=[AgentPlugin()])
+    interceptors a worker of this installation uses. Its own runtime logs nothing: core would print
+    each mismatch as a warning on stdout, and the report already names them."""
+    return Replayer(
+        workflows=[AgentWorkflow], plugins=[AgentPlugin()], runtime=Runtime(telemetry=TelemetryConfig(logging=None))
+    )
 
 
 async def _listed(client: Client, query: str, limit: int | None, report: ReplayCheckReport) -> list[WorkflowExecution]:
