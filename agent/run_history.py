@@ -360,7 +360,7 @@ async def last_failures(handle: WorkflowHandle, run_ended_badly: bool) -> LastFa
     """
     found = LastFailures()
     async for event in handle.fetch_history_events():
-        if event.HasField("workflow_task_failed_event_attributes"):
+        if event.HasField("workflow_task_failed_event_attributes") and not is_reset_event(event):
             attrs = event.workflow_task_failed_event_attributes
             found.workflow_task_error = describe_failure(attrs.failure)
             found.workflow_task_error_kinds = _failure_kinds(attrs)

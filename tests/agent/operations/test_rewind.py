@@ -8,9 +8,11 @@ import io
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agent import Agent, ChatMessage, get_run
+from agent.inbox import IdentityConfig, create_app
 from agent.operations.rewind import RewindRefused, read_steps, rewind
 from agent.run_history import read_history
 from agent.watch import PlainRenderer, RunWatcher
@@ -72,6 +74,14 @@ async def test_rewind_a_completed_run_reruns_the_step_and_the_tools_after_it(
     health = await handle.health()  # the reset's task failure is not a stuck run
     assert health.status == "COMPLETED" and health.failing_workflow_task is None
 
+    # the inbox's run page says so too
+    app = create_app(client, identity=IdentityConfig(header="X-Forwarded-User"))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://inbox.test") as inbox:
+        page = await inbox.get(f"/runs/{run_id}", headers={"X-Forwarded-User": "ann"})
+    assert page.status_code == 200
+    assert 'data-testid="rewound"' in page.text
+    assert "rewind to step 1: the second step misread the ticket" in page.text
+
 
 async def test_rewind_a_parked_run_asks_again_and_reapplies_no_decision(client, worker, scripted, model, run_id):
     scripted.script(
@@ -95,7 +105,7 @@ async def test_rewind_a_parked_run_asks_again_and_reapplies_no_decision(client, 
     watcher = RunWatcher(handle, PlainRenderer(out), interval=0.05)
     await watcher._read_history()
 
-    await rewind(client, run_id, 1, "ask about step 1 again")
+    await handle.rewind(1, "ask about step 1 again")  # the handle's method: the same rewind
     [again] = await wait_pending(handle, exclude={first.tool_call_id, second.tool_call_id})
     assert again.tool_params == {"text": "two, again"}  # step 1's model call was made anew
     await handle.confirm(again.tool_call_id, approver="ann")
