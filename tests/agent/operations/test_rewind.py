@@ -13,7 +13,7 @@ import pytest
 
 from agent import Agent, ChatMessage, get_run
 from agent.inbox import IdentityConfig, create_app
-from agent.operations.rewind import RewindRefused, read_steps, rewind
+from agent.operations.rewind import RewindRefused, RunSteps, StepStart, read_steps, rewind, rewind_point
 from agent.run_history import read_history
 from agent.watch import PlainRenderer, RunWatcher
 from tests import tools as t
@@ -162,3 +162,56 @@ async def test_rewind_refuses_a_run_without_steps_and_an_unknown_run(client, scr
     missing = await agent_cli("rewind", "no-such-run-xyz", "--to-step", "0", "--reason", "x")
     assert missing.returncode == 1 and "no such run" in missing.stderr
     await client.get_workflow_handle(run_id).terminate("test over")
+
+
+# -- which steps are in reach, without a server ------------------------------------------------
+
+
+def session_steps(**kwargs) -> RunSteps:
+    """A session's current run: continued as new in turn 2 at step 3; turn 2 steps 3-4, turn 3 steps 0-1."""
+    steps = [StepStart(3, 2, 40, None), StepStart(4, 2, 52, None), StepStart(0, 3, 70, None), StepStart(1, 3, 81, None)]
+    defaults = dict(
+        run_id="s-1",
+        temporal_run_id="r2",
+        status="RUNNING",
+        steps=steps,
+        continuation=1,
+        continued_at=(2, 3),
+        session=True,
+    )
+    return RunSteps(**{**defaults, **kwargs})
+
+
+def test_the_latest_turn_is_the_default_and_a_step_maps_to_its_workflow_task():
+    assert rewind_point(session_steps(), 1).reset_event_id == 81
+    assert rewind_point(session_steps(), 4, turn=2).reset_event_id == 52
+
+
+@pytest.mark.parametrize(
+    ("step", "turn", "refusal"),
+    [
+        (
+            2,
+            2,
+            r"step 2 of turn 2 of run s-1 is out of reach: it ran before the run continued as new \(it continued "
+            r"as new \(continuation 1\) at step 3 of turn 2\).*it can rewind to steps 3 to 4",
+        ),
+        (
+            0,
+            1,
+            r"turn 1 of run s-1 is in an earlier Temporal run: it continued as new \(continuation 1\) at step 3 of "
+            r"turn 2, and Temporal's reset reaches only the current run \(turns 2 to 3\)",
+        ),
+        (5, None, r"has not reached step 5 of turn 3 \(its last step is 1\); it can rewind to steps 0 to 1"),
+        (0, 9, r"run s-1 has no turn 9 in its current run \(turns 2 to 3\)"),
+        (-1, None, r"--to-step must be 0 or more"),
+    ],
+)
+def test_steps_out_of_the_current_run_are_refused_saying_which_are_in_reach(step, turn, refusal):
+    with pytest.raises(RewindRefused, match=refusal):
+        rewind_point(session_steps(), step, turn)
+
+
+def test_a_run_past_its_execution_timeout_is_refused():
+    with pytest.raises(RewindRefused, match="its execution timeout has passed; a reset run keeps that timeout"):
+        rewind_point(session_steps(status="TIMED_OUT", expired=True), 0)
