@@ -10,11 +10,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHistory
 
 from agent import Agent, ChatMessage, get_run
 from agent.inbox import IdentityConfig, create_app
+from agent.operations.replay_check import replayer
 from agent.operations.rewind import RewindRefused, RunSteps, StepStart, read_steps, rewind, rewind_point
-from agent.run_history import read_history
+from agent.run_history import is_reset_event, read_history
 from agent.watch import PlainRenderer, RunWatcher
 from tests import tools as t
 from tests.agent.cli.test_cli import agent_cli
@@ -215,3 +218,28 @@ def test_steps_out_of_the_current_run_are_refused_saying_which_are_in_reach(step
 def test_a_run_past_its_execution_timeout_is_refused():
     with pytest.raises(RewindRefused, match="its execution timeout has passed; a reset run keeps that timeout"):
         rewind_point(session_steps(status="TIMED_OUT", expired=True), 0)
+
+
+# -- a rewound run's history replays (a worker replays it after an eviction) --------------------
+
+REWOUND_HISTORY = Path(__file__).resolve().parents[2] / "histories" / "path_rewound.json"
+
+
+@pytest.mark.recorder  # collected only with RECORD_HITL_HISTORIES=1 (see tests/conftest.py)
+async def test_record_rewound_history(client, worker, scripted, model, run_id):
+    scripted.script(model, [record_step("a"), {"text": "first"}, record_step("a-again"), {"text": "second"}])
+    handle = await Agent(model=model, tools=[t.record]).start(
+        client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker
+    )
+    await handle.result()
+    await handle.rewind(0, "record a rewound history")
+    await handle.result()
+    REWOUND_HISTORY.write_text((await handle.workflow.fetch_history()).to_json())
+
+
+async def test_replay_rewound_history():
+    history = WorkflowHistory.from_json("path-rewound", REWOUND_HISTORY.read_text())
+    assert any(is_reset_event(event) for event in history.events)
+    assert history.events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    result = await replayer().replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None
