@@ -141,6 +141,7 @@ class RunWatcher:
         self._last_seen: tuple[int, int] = (0, 0)
         self._decoder = HistoryDecoder(handle.client.data_converter)
         self._model_replies = 0
+        self._replies_before_run = 0  # model replies shown for the runs before this one (continue-as-new)
         self._position: tuple[int, str] | None = None
         self._pending: tuple[str, ...] = ()
         self._problems: set[str] = set()
@@ -250,10 +251,14 @@ class RunWatcher:
             # After a rewind (Temporal's reset) the new run starts with a copy of the old one's
             # events: read them again quietly and show only what comes from the reset on.
             copied = copied_before_reset(events) if key == self._history_key else 0
+            if key != self._history_key:
+                self._replies_before_run = self._model_replies
             self._history_key, self._events_seen = key, copied
             self._decoder = HistoryDecoder(self.handle.client.data_converter)
+            self._model_replies = self._replies_before_run
             for event in events[:copied]:
-                await self._decoder.decode_all(event)
+                items = await self._decoder.decode_all(event)
+                self._model_replies += sum(item.kind == "model_replied" for item in items)
         for event in events[self._events_seen :]:
             for item in await self._decoder.decode_all(event) if self.events else []:
                 if item.kind == "turn_ended":

@@ -35,9 +35,21 @@ def _print_report(report: ReplayCheckReport) -> None:
         )
 
 
+#: ``agent replay-check`` notes its progress on stderr every this many runs.
+PROGRESS_EVERY = 1000
+
+
 async def cmd_replay_check(args: argparse.Namespace, client: Client) -> int:
+    checked = 0
+
+    def progress(result: Any, broken: Any) -> None:
+        nonlocal checked
+        checked += 1
+        if checked % PROGRESS_EVERY == 0:
+            print(f"replay-check: {checked} runs replayed so far ...", file=sys.stderr, flush=True)
+
     try:
-        report = await replay_check(client, query=args.query, limit=args.limit)
+        report = await replay_check(client, query=args.query, limit=args.limit, on_result=progress)
     except ValueError as exc:
         print(f"agent: error: {exc}", file=sys.stderr)
         return 2

@@ -122,6 +122,11 @@ async def test_rewind_a_parked_run_asks_again_and_reapplies_no_decision(client, 
     after = lines[lines.index(rewound[0]) :]
     assert any("two, again" in line for line in after)
     assert sum("-> one" in line for line in lines) == 1  # the copied steps are not shown twice
+    # after the rewind the model calls are counted from the reset point: step 1's call is call 2 again
+    assert [line for line in after if "model call" in line] == [
+        "  model call 2 asked for: echo",
+        "  model call 3 answered: done",
+    ], lines
 
 
 async def test_rewind_refuses_steps_out_of_the_current_run(client, worker, scripted, model, run_id):
