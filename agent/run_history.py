@@ -3,9 +3,10 @@
 
 :class:`HistoryDecoder` turns Temporal history events into :class:`HistoryItem`s: the run's input,
 each model call and its reply, each tool call and its result, decisions on confirmations (an
-Update accepted, its ``DecisionRecord``, a Signal) and how the run ended. Payloads go through the
-client's data converter (codecs and external storage apply); one this client cannot read is
-None in the item, never an error, so a line can still be shown.
+Update accepted, its ``DecisionRecord``, a Signal), a rewind (Temporal's reset, ``agent rewind``)
+and how the run ended. Payloads go through the client's data converter (codecs and external
+storage apply); one this client cannot read is None in the item, never an error, so a line can
+still be shown.
 """
 
 from __future__ import annotations
@@ -85,7 +86,6 @@ class HistoryItem:
     :param turn: ``turn_started``/``turn_ended``: the turn's number; ``message_received``: the
         turn that sees the message (None for a Signal).
     :param preview: ``turn_ended``: the start of the turn's last message (from the run's memo).
-    :param event_id: The history event's id.
     :param scheduled_by: ``model_called``/``tool_started``: the id of the ``WorkflowTaskCompleted``
         event whose commands scheduled the activity (where Temporal's reset can take the run back to).
     :param base_run_id: ``run_rewound``: the Temporal run id the run was reset from; ``message`` is
@@ -108,7 +108,6 @@ class HistoryItem:
     receipt: MessageReceipt | None = None
     turn: int | None = None
     preview: str = ""
-    event_id: int = 0
     scheduled_by: int = 0
     base_run_id: str = ""
 
@@ -157,7 +156,6 @@ class HistoryDecoder:
         item = await self.decode(event)
         if item is None:
             return []
-        item.event_id = event.event_id
         if item.kind == "run_ended" and event.HasField("workflow_execution_continued_as_new_event_attributes"):
             return [*await self._turn_ended_by_continue(event), item]
         starts = item.kind == "model_called" and self._open_turn is None

@@ -8,9 +8,10 @@ import sys
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 
 from agent.command_line import add_command, add_run_argument
-from agent.operations.replay_check import DEFAULT_FILTER, ReplayCheckReport, replay_check
+from agent.operations.replay_check import DEFAULT_FILTER, ReplayCheckReport, replay_check, runs_query
 from agent.operations.rewind import RewindRefused, rewind
 
 
@@ -52,6 +53,11 @@ async def cmd_replay_check(args: argparse.Namespace, client: Client) -> int:
         report = await replay_check(client, query=args.query, limit=args.limit, on_result=progress)
     except ValueError as exc:
         print(f"agent: error: {exc}", file=sys.stderr)
+        return 2
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.INVALID_ARGUMENT:
+            raise
+        print(f"agent: error: Temporal cannot run the query {runs_query(args.query)!r}: {exc.message}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
@@ -96,7 +102,7 @@ def add_commands(sub: Any) -> None:
         "exit codes:\n"
         "  0  every checked run replays (the count and the speed are printed)\n"
         "  1  some runs would break: each is named with its first mismatch (the non-determinism error)\n"
-        "  2  bad arguments",
+        "  2  bad arguments (a --query Temporal cannot run, a --limit under 1)",
         "examples:\n  agent replay-check\n  agent replay-check --query \"TaskQueue = 'billing'\" --json\n"
         "  agent replay-check --query \"ExecutionStatus = 'Running' AND StartTime > '2026-11-01T00:00:00Z'\" --limit 500",
     )

@@ -123,6 +123,8 @@ async def test_replay_check_with_no_matching_runs_says_so(client):
     assert (report.checked, report.broken) == (0, [])
     empty = await agent_cli("replay-check", "--query", f"TaskQueue = 'none-{uuid.uuid4().hex}'")
     assert empty.returncode == 0 and "no runs match" in empty.stdout
+    broken_query = await agent_cli("replay-check", "--query", "TaskQueue ===")
+    assert broken_query.returncode == 2 and "Temporal cannot run the query" in broken_query.stderr, broken_query.stderr
 
 
 def test_the_query_is_narrowed_to_agent_runs_and_bad_input_is_refused():
