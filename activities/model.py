@@ -52,6 +52,8 @@ class ModelCallInput(BaseModel):
     :param endpoint: None for the worker's own endpoint (``OPENAI_BASE_URL``/``OPENAI_API_KEY``); else an
         environment prefix naming another one: the worker calls ``{endpoint}_OPENAI_BASE_URL`` with
         ``{endpoint}_OPENAI_API_KEY``. Only the name travels; URLs and keys stay on the worker.
+    :param step: The agent step this call is (``step_count`` when it began); a marker in history
+        that ``agent rewind`` reads. None for hooks' calls and for histories recorded before it.
     """
 
     model: str
@@ -61,6 +63,7 @@ class ModelCallInput(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     purpose: Literal["agent", "hook"] = "agent"
     endpoint: str | None = None
+    step: int | None = None
 
 
 class ModelCallOutput(BaseModel):

@@ -23,6 +23,7 @@ from agent.conversations import commands as conversation_commands
 from agent.dev.command import add_dev_command
 from agent.dev.demo import run_demo
 from agent.inbox import command as inbox_command
+from agent.operations import commands as operations_commands
 from agent.progress import announce_if_slow
 from core.settings import ConfigurationError, get_settings
 
@@ -56,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: Each family's people-side commands, one module a family (each has ``add_commands(subparsers)``).
-PEOPLE_SIDE = (run_commands, approval_commands, conversation_commands, inbox_command)
+PEOPLE_SIDE = (run_commands, approval_commands, conversation_commands, inbox_command, operations_commands)
 
 
 class ConnectError(RuntimeError):

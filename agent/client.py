@@ -19,6 +19,7 @@ from agent.approvals.decisions import (
     query_pending,
     submit_decision,
 )
+from agent.operations.rewind import Rewound, rewind
 from agent.run_history import last_failures
 from agent.run_problems import failing_workflow_task
 from core.checks import check_search_attributes
@@ -214,6 +215,12 @@ class AgentRunHandle:
         :raises agent.conversation.ConversationError: The run has already finished.
         """
         return await conversation.cancel_run(self.workflow, reason)
+
+    async def rewind(self, to_step: int, reason: str, turn: int | None = None) -> Rewound:
+        """Take the run back to the start of step ``to_step`` of its current Temporal run
+        (Temporal's reset; see :func:`agent.operations.rewind.rewind`, which raises ``RewindRefused``
+        when the step is out of reach). The run goes on from there; later tool calls run again."""
+        return await rewind(self.client, self.run_id, to_step, reason, turn=turn)
 
 
 def get_run(client: Client, run_id: str) -> AgentRunHandle:

@@ -3,9 +3,10 @@
 
 :class:`HistoryDecoder` turns Temporal history events into :class:`HistoryItem`s: the run's input,
 each model call and its reply, each tool call and its result, decisions on confirmations (an
-Update accepted, its ``DecisionRecord``, a Signal) and how the run ended. Payloads go through the
-client's data converter (codecs and external storage apply); one this client cannot read is
-None in the item, never an error, so a line can still be shown.
+Update accepted, its ``DecisionRecord``, a Signal), a rewind (Temporal's reset, ``agent rewind``)
+and how the run ended. Payloads go through the client's data converter (codecs and external
+storage apply); one this client cannot read is None in the item, never an error, so a line can
+still be shown.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ ItemKind = Literal[
     "turn_started",
     "turn_ended",
     "run_ended",
+    "run_rewound",
 ]
 
 #: How a run's last event reads, by the history event's field.
@@ -84,6 +86,10 @@ class HistoryItem:
     :param turn: ``turn_started``/``turn_ended``: the turn's number; ``message_received``: the
         turn that sees the message (None for a Signal).
     :param preview: ``turn_ended``: the start of the turn's last message (from the run's memo).
+    :param scheduled_by: ``model_called``/``tool_started``: the id of the ``WorkflowTaskCompleted``
+        event whose commands scheduled the activity (where Temporal's reset can take the run back to).
+    :param base_run_id: ``run_rewound``: the Temporal run id the run was reset from; ``message`` is
+        the reset's reason.
     """
 
     kind: ItemKind
@@ -102,6 +108,8 @@ class HistoryItem:
     receipt: MessageReceipt | None = None
     turn: int | None = None
     preview: str = ""
+    scheduled_by: int = 0
+    base_run_id: str = ""
 
 
 def describe_failure(failure: Failure) -> str:
@@ -175,11 +183,15 @@ class HistoryDecoder:
             if attrs.activity_type.name == CHAT_COMPLETION_ACTIVITY:
                 request = await self._decode(attrs.input.payloads, ModelCallInput)
                 self._models[event.event_id] = request
-                return HistoryItem("model_called", at, model_input=request)
+                return HistoryItem(
+                    "model_called", at, model_input=request, scheduled_by=attrs.workflow_task_completed_event_id
+                )
             if attrs.activity_type.name == INVOKE_TOOL_ACTIVITY:
                 call = await self._decode(attrs.input.payloads, ToolInvocationInput)
                 self._tools[event.event_id] = call
-                return HistoryItem("tool_started", at, tool_call=call)
+                return HistoryItem(
+                    "tool_started", at, tool_call=call, scheduled_by=attrs.workflow_task_completed_event_id
+                )
             return None
         if event.HasField("activity_task_completed_event_attributes"):
             attrs = event.activity_task_completed_event_attributes
@@ -237,6 +249,9 @@ class HistoryDecoder:
                 return None
             decision = await self._decode(attrs.input.payloads, ToolDecision)
             return HistoryItem("decision_sent", at, decision=decision, via="signal")
+        if is_reset_event(event):
+            attrs = event.workflow_task_failed_event_attributes
+            return HistoryItem("run_rewound", at, message=attrs.failure.message, base_run_id=attrs.base_run_id)
         for field, ending in _ENDINGS.items():
             if event.HasField(field):
                 return HistoryItem("run_ended", at, ending=ending, message=_ending_message(event, field))
@@ -267,6 +282,23 @@ class HistoryDecoder:
         if turn is not None:
             self._last_turn = turn
         return HistoryItem("turn_ended", at, turn=turn, preview=str(memo.get("last_message") or ""))
+
+
+def is_reset_event(event: HistoryEvent) -> bool:
+    """True for the event where Temporal's reset began a run anew (``agent rewind``): the workflow
+    task failed with cause ``RESET_WORKFLOW``; every event before it was copied from the run it was
+    reset from."""
+    return (
+        event.HasField("workflow_task_failed_event_attributes")
+        and event.workflow_task_failed_event_attributes.cause
+        == WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW
+    )
+
+
+def copied_before_reset(events: list[HistoryEvent]) -> int:
+    """How many of ``events`` (a run's history) a reset copied from the run before it: the index of
+    the last reset event, 0 for a run never reset."""
+    return max((index for index, event in enumerate(events) if is_reset_event(event)), default=0)
 
 
 def _ending_message(event: HistoryEvent, field: str) -> str:
@@ -326,7 +358,7 @@ async def last_failures(handle: WorkflowHandle, run_ended_badly: bool) -> LastFa
     """
     found = LastFailures()
     async for event in handle.fetch_history_events():
-        if event.HasField("workflow_task_failed_event_attributes"):
+        if event.HasField("workflow_task_failed_event_attributes") and not is_reset_event(event):
             attrs = event.workflow_task_failed_event_attributes
             found.workflow_task_error = describe_failure(attrs.failure)
             found.workflow_task_error_kinds = _failure_kinds(attrs)

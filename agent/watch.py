@@ -30,7 +30,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.tool_invocation import ToolInvocationInput
 from agent.approvals.decisions import ConfirmationError
 from agent.client import AgentRunHandle
-from agent.run_history import HistoryDecoder, HistoryItem
+from agent.run_history import HistoryDecoder, HistoryItem, copied_before_reset
 from agent.run_problems import failing_task_lines, health_lines
 from agent.workers import workers_of
 from core.payloads import RunHealth, RunStatus, TurnResult
@@ -138,8 +138,10 @@ class RunWatcher:
         self.events = events
         self._history_key: Any = None
         self._events_seen = 0
+        self._last_seen: tuple[int, int] = (0, 0)
         self._decoder = HistoryDecoder(handle.client.data_converter)
         self._model_replies = 0
+        self._replies_before_run = 0  # model replies shown for the runs before this one (continue-as-new)
         self._position: tuple[int, str] | None = None
         self._pending: tuple[str, ...] = ()
         self._problems: set[str] = set()
@@ -245,9 +247,18 @@ class RunWatcher:
         if not events:
             return
         key = events[0].event_time.ToNanoseconds()  # a new run after continue-as-new: start over
-        if key != self._history_key:
-            self._history_key, self._events_seen = key, 0
+        if key != self._history_key or self._rewritten(events):
+            # After a rewind (Temporal's reset) the new run starts with a copy of the old one's
+            # events: read them again quietly and show only what comes from the reset on.
+            copied = copied_before_reset(events) if key == self._history_key else 0
+            if key != self._history_key:
+                self._replies_before_run = self._model_replies
+            self._history_key, self._events_seen = key, copied
             self._decoder = HistoryDecoder(self.handle.client.data_converter)
+            self._model_replies = self._replies_before_run
+            for event in events[:copied]:
+                items = await self._decoder.decode_all(event)
+                self._model_replies += sum(item.kind == "model_replied" for item in items)
         for event in events[self._events_seen :]:
             for item in await self._decoder.decode_all(event) if self.events else []:
                 if item.kind == "turn_ended":
@@ -255,6 +266,16 @@ class RunWatcher:
                 else:
                     self._on_item(item)
         self._events_seen = len(events)
+        self._last_seen = (events[-1].event_id, events[-1].event_time.ToNanoseconds())
+
+    def _rewritten(self, events: list) -> bool:
+        """True when the history no longer holds the last event seen (the run was reset)."""
+        if not self._events_seen:
+            return False
+        if len(events) < self._events_seen:
+            return True
+        last = events[self._events_seen - 1]
+        return (last.event_id, last.event_time.ToNanoseconds()) != self._last_seen
 
     async def _show_turn_end(self, item: HistoryItem) -> None:
         """``turn N ended: exit_reason text``; the reason comes from the run (``turn_result``), the
@@ -279,6 +300,8 @@ class RunWatcher:
         elif item.kind == "turn_started":
             if self._session:
                 self.out.line(f"turn {item.turn} started")
+        elif item.kind == "run_rewound":
+            self.out.line(f"  run rewound (reset from Temporal run {item.base_run_id}): {item.message}")
         elif item.kind == "message_received":
             message = item.user_message
             who = message.sender if message and message.sender else "someone (no sender)"

@@ -262,6 +262,7 @@ class AgentWorkflow(ConversationTurns):
             conversation_head=head,
             tools=agent.tool_specs,
             settings=agent.model_settings,
+            step=state.data["step_count"],
         )
         try:
             with model_call_span(agent.model):

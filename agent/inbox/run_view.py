@@ -82,6 +82,7 @@ class RunRead(BaseModel):
     :param timeline: Steps, tool calls, decisions, in history order.
     :param decisions: Accepted decisions by tool call id.
     :param status: Temporal's status name (``RUNNING``, ``COMPLETED``, ...).
+    :param rewinds: The reasons of each rewind (Temporal's reset) in this run's history, oldest first.
     """
 
     run_id: str
@@ -92,6 +93,7 @@ class RunRead(BaseModel):
     timeline: list[TimelineEntry] = Field(default_factory=list)
     decisions: dict[str, DecisionRecord] = Field(default_factory=dict)
     status: str = "UNKNOWN"
+    rewinds: list[str] = Field(default_factory=list)
 
 
 def preview(text: str | None, limit: int = PREVIEW_CHARS) -> str:
@@ -200,6 +202,9 @@ class _Fold:
             decision = item.decision
             who = decision.approver or "no approver"
             self.add(item, "signal", f"signal: {decision.action} {decision.tool_call_id} by {who}")
+        elif item.kind == "run_rewound":
+            self.out.rewinds.append(item.message)
+            self.add(item, "rewind", f"run rewound: {preview(item.message)}")
         elif item.kind == "run_ended":
             self.add(item, "end", f"run {item.ending}" + (f": {preview(item.message)}" if item.message else ""))
 

@@ -331,6 +331,8 @@ SUBCOMMANDS = {
     "chat": True,
     "cancel": True,
     "inbox": False,
+    "replay-check": False,
+    "rewind": True,
     "demo": False,
 }
 
