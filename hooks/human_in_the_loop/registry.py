@@ -261,7 +261,7 @@ class ConfirmationRegistry:
     ) -> None:
         """Make a request pending (visible to the query, decidable by Signal/Update).
 
-        :param request: What is asked.
+        :param request: What is asked; in a sub-agent's run its ``parent_run_id`` is set here.
         :param schema: The tool's JSON schema; a modify's ``new_tool_params`` must satisfy it.
         :param limits: How big a decision on this request may be.
         :raises ValueError: If a request with the same ``tool_call_id`` was already published.
@@ -269,6 +269,9 @@ class ConfirmationRegistry:
         call_id = request.tool_call_id
         if call_id in self._pending or call_id in self._closed:
             raise ValueError(f"Tool call id '{call_id}' was already asked for in this run.")
+        parent = workflow.info().parent if workflow.in_workflow() else None
+        if parent is not None and request.parent_run_id is None:  # a sub-agent's run (Agent.as_tool)
+            request = request.model_copy(update={"parent_run_id": parent.workflow_id})
         self._pending[call_id] = request
         self._schemas[call_id] = dict(schema or {})
         self._limits[call_id] = limits
