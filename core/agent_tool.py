@@ -8,12 +8,9 @@ the model sees an ordinary tool that takes one string, :data:`INPUT_PARAMETER`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from core.tools import Tool, ToolSpec
-
-if TYPE_CHECKING:
-    from core.spec import AgentSpec
 
 #: The one argument of an agent tool: what the parent asks the sub-agent, its first user message.
 INPUT_PARAMETER = "input"
@@ -30,6 +27,15 @@ def agent_tool_parameters(description: str) -> dict[str, Any]:
     }
 
 
+class SubAgent(Protocol):
+    """What :class:`AgentTool` reads of an agent (an ``AgentSpec``; named structurally because
+    ``core.spec`` imports this module)."""
+
+    tool_functions: list[Tool]
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
 class AgentTool:
     """A sub-agent as a tool: its spec for the model, and the sub-agent's spec for the child run.
 
@@ -39,7 +45,7 @@ class AgentTool:
     :raises ValueError: For an empty name or description.
     """
 
-    def __init__(self, name: str, description: str, agent: AgentSpec) -> None:
+    def __init__(self, name: str, description: str, agent: SubAgent) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"An agent tool needs a name, got {name!r}.")
         if not isinstance(description, str) or not description.strip():
