@@ -8,10 +8,12 @@ import asyncio
 
 from agent import Agent, ChatMessage, get_run
 from agent.approvals.waiting import list_waiting_runs
+from hooks import FunctionHook
 from hooks.budget import TokenBudgetHook
 from hooks.budget.hooks import total_tokens
 from hooks.tool_result_offloading import FileSystemToolResultStore, OffloadOverChars, ToolResultOffloadHook
 from tests import tools as t
+from tests.support.hitl_helpers import call, calls
 from tests.support.polling import eventually
 from tests.support.sub_agents import script_team, team, wait_child_pending
 from workflows.children import SUB_AGENT_META_KEY
@@ -115,3 +117,39 @@ async def test_the_parents_offload_policy_applies_to_a_childs_answer(client, wor
     assert len(answer.tool_call_result.result) < len(long_answer)  # a pointer with a preview
     (reference,) = answer.meta["tool_result_offloaded"]
     assert FileSystemToolResultStore(tmp_path).for_run(run_id).read(reference) == long_answer
+
+
+async def test_temporals_own_cancel_of_the_parent_cancels_its_child(client, worker, scripted, model, run_id):
+    lead, _, _ = team(model)
+    script_team(scripted, model)
+    handle = await lead.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker)
+    researcher = get_run(client, f"{run_id}/r1")
+    await wait_child_pending(researcher)
+
+    await handle.workflow.cancel()  # as the UI or `temporal workflow cancel` does
+    result = await asyncio.wait_for(handle.result(), timeout=60)
+    child = await asyncio.wait_for(researcher.result(), timeout=30)
+
+    assert result.exit_reason == "cancelled" and child.exit_reason == "cancelled"
+    assert [m for m in child.messages if m.tool_call_result and "cancelled" in m.tool_call_result.result]
+
+
+async def test_a_bad_argument_or_a_failing_child_is_an_error_result(client, worker, scripted, model, run_id):
+    failing = Agent(model=f"{model}-f", tools=[t.echo], hooks={"before_llm": [FunctionHook(t.raise_value_error)]})
+    lead = Agent(model=model, tools=[failing.as_tool("research", "Research one question")])
+    scripted.script(
+        model,
+        [
+            calls(call("research", id="bad", question="no input")),
+            calls(call("research", id="boom", input="go on")),
+            {"text": "gave up"},
+        ],
+    )
+    handle = await lead.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker)
+    result = await asyncio.wait_for(handle.result(), timeout=60)
+
+    answers = {m.tool_call_result.origin.id: m.tool_call_result for m in result.messages if m.tool_call_result}
+    assert answers["bad"].error and '{"input": "<your request>"}' in answers["bad"].result
+    assert answers["boom"].error and f"(run {run_id}/boom) failed" in answers["boom"].result
+    assert "raise_value_error" in answers["boom"].result  # the child's failure names its hook
+    assert result.last_message.text == "gave up"
