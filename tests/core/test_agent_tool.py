@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from activities.tool_invocation import ToolActivities
 from agent import Agent
 from agent.approvals.commands import format_pending_table
 from core.agent_tool import INPUT_PARAMETER, AgentTool
@@ -87,3 +88,8 @@ def test_agent_pending_adds_a_parent_column_only_for_a_childs_call():
     assert header.split()[-1] == "PARENT"
     assert second.startswith("lead-1/call_7") and second.split()[-1] == "lead-1"
     assert first.split()[-1] != "lead-1"
+
+
+def test_a_worker_given_a_sub_agent_says_to_serve_its_tools():
+    with pytest.raises(ValueError, match=r"is a sub-agent.*create_worker\(tools=agent.tool_functions\)"):
+        ToolActivities([researcher().as_tool("research", "Research one question")])
