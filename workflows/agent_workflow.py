@@ -192,6 +192,7 @@ class AgentWorkflow(ConversationTurns):
             agent=agent,
             state=state,
             hook_token_usage=dict(snapshot.hook_token_usage) if snapshot else {},
+            parent_run_id=parent.workflow_id if (parent := workflow.info().parent) else None,
         )
         self.run_context = context
         hooks = agent.distinct_hooks()

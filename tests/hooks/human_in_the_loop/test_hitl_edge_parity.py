@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import types
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -140,9 +139,6 @@ class StandInWorkflow:
 
     def now(self) -> datetime:
         return datetime(2026, 1, 1, tzinfo=UTC)
-
-    def info(self) -> Any:
-        return types.SimpleNamespace(parent=None)  # a run of its own, not a sub-agent's
 
     def upsert_search_attributes(self, updates: Any) -> None:
         pass
