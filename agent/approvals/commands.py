@@ -61,7 +61,8 @@ def add_commands(subparsers: Any) -> None:
         "pending",
         "list every run waiting for approval, with what it waits for",
         "List every pending tool call of every run waiting for a person, from Temporal visibility "
-        "(no run is queried, so it works with every worker down).",
+        "(no run is queried, so it works with every worker down). A sub-agent's child run "
+        "(Agent.as_tool) is listed under its own id, PARENT/CALL, with a PARENT column.",
     )
     pending.add_argument("--json", action="store_true", help="print JSON instead of a table")
     pending.add_argument(
