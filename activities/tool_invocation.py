@@ -22,6 +22,7 @@ from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 
 from activities.heartbeat import HEARTBEAT_TIMEOUT, with_heartbeats
+from core.agent_tool import AgentTool
 from core.messages import ToolCall
 from core.serialization import object_from_dict
 from core.tool_records import OFFLOADED_META_KEY, pointer_text, unstored_text
@@ -98,12 +99,18 @@ class ToolActivities:
     """The worker's tool registry; ``invoke_tool`` is the activity.
 
     :param tools: The tool functions this worker can run.
-    :raises ValueError: On duplicate tool names or an object that is not a ``Tool``.
+    :raises ValueError: On duplicate tool names or an object that is not a ``Tool`` (an
+        ``Agent.as_tool`` sub-agent included: serve its agent's ``tool_functions``).
     """
 
     def __init__(self, tools: list[Tool]) -> None:
         self.tools: dict[str, Tool] = {}
         for t in flatten_tools(tools):
+            if isinstance(t, AgentTool):
+                raise ValueError(
+                    f"{t!r} is a sub-agent: its calls run as child runs, not in invoke_tool. Serve its "
+                    "tools instead: create_worker(tools=agent.tool_functions) or --tools module:agent."
+                )
             if not isinstance(t, Tool):
                 raise ValueError(f"{t!r} is not a Tool; decorate the function with @tool.")
             if t.name in self.tools:

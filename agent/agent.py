@@ -9,6 +9,7 @@ from temporalio.client import Client
 
 from agent.client import AgentRunHandle, run_input_for, start_run
 from agent.conversation import start_or_send
+from core.agent_tool import AgentTool
 from core.messages import ChatMessage
 from core.payloads import MessageReceipt, UserMessage
 from core.settings import DEFAULT_TASK_QUEUE
@@ -31,6 +32,22 @@ class Agent(AgentSpec):
         super().__init__(*args, **kwargs)
         self.check_rebuildable()
         check_hook_modules(self)
+
+    def as_tool(self, name: str, description: str) -> AgentTool:
+        """This agent as another agent's tool (``Agent(tools=[researcher.as_tool(...)])``).
+
+        Each call runs this agent as a Temporal child workflow of the calling run, with the run id
+        ``{parent run id}/{tool call id}`` (so a replay or retry of the parent never starts a second
+        child). The model passes one string, ``input``: the child's first user message. The child's
+        hooks run as in any run, its confirmations wait in its own ``pending_confirmations`` (with
+        ``parent_run_id``), and its final text is the tool result. Its token usage is added to the
+        parent's ``token_usage`` when the call ends (docs/composition.md).
+
+        :param name: The tool's name for the parent's model.
+        :param description: What this agent does, for the parent's model.
+        :raises ValueError: For an empty name or description.
+        """
+        return AgentTool(name, description, self)
 
     async def start(
         self,

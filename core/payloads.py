@@ -140,6 +140,8 @@ class AgentRunInput(BaseModel):
     :param snapshot: Set only when the run continues as new.
     :param wait_for_user_seconds: A session: after each turn, wait this long for the next message
         (then end with ``exit_reason="idle"``). None: the run ends after its first turn.
+    :param last_message_only: The result's ``messages`` hold only the last message: a sub-agent's
+        run (``Agent.as_tool``), whose result goes into its parent's history.
     """
 
     agent: dict[str, Any]
@@ -148,6 +150,7 @@ class AgentRunInput(BaseModel):
     state: dict[str, Any] = Field(default_factory=dict)
     snapshot: RunSnapshot | None = None
     wait_for_user_seconds: float | None = None
+    last_message_only: bool = False
 
 
 class AgentRunResult(BaseModel):

@@ -11,6 +11,7 @@ import json
 from datetime import timedelta
 from typing import Any, Literal, get_args
 
+from core.agent_tool import AgentTool
 from core.mcp import MCPSource, MCPToolset, split_mcp
 from core.serialization import object_from_dict, object_to_dict
 from core.state import state_schema_from_dict, state_schema_to_dict, validate_state_schema
@@ -117,9 +118,10 @@ class AgentSpec:
     """An agent: model, tools, hooks and loop settings. Pure data; runs happen in ``AgentWorkflow``.
 
     :param model: Model name at the OpenAI-compatible endpoint the worker talks to.
-    :param tools: ``Tool`` objects (from ``@tool``), ``ToolSpec`` or ``Toolset`` groups (flattened);
-        only the specs travel. ``MCPToolset``/``MCPTool`` travel as an ``MCPSource``; each run lists
-        their tools once (``mcp_sources``, ``workflows/mcp_tools.py``).
+    :param tools: ``Tool`` objects (from ``@tool``), ``ToolSpec`` or ``Toolset`` groups (flattened),
+        and sub-agents (``Agent.as_tool``, each call a child run); only the specs travel.
+        ``MCPToolset``/``MCPTool`` travel as an ``MCPSource``; each run lists their tools once
+        (``mcp_sources``, ``workflows/mcp_tools.py``).
     :param system_prompt: Prepended as a system message when the run starts.
     :param hooks: ``{hook_point: [hook, ...]}``, run in list order.
     :param exit_conditions: ``"text"`` and/or tool names whose successful call ends the run.
@@ -159,10 +161,22 @@ class AgentSpec:
         self.mcp_sources: list[MCPSource] = [t.source() if isinstance(t, MCPToolset) else t for t in mcp]
         self.mcp_toolsets: list[MCPToolset] = [t for t in mcp if isinstance(t, MCPToolset)]
         self.tool_specs: list[ToolSpec] = [
-            t.spec if isinstance(t, Tool) else ToolSpec.model_validate(t) for t in flatten_tools(tools)
+            t.spec if isinstance(t, (Tool, AgentTool)) else ToolSpec.model_validate(t) for t in flatten_tools(tools)
         ]
-        #: The runnable tools among ``tools`` (not serialised: a worker serves them, e.g. ``agent dev --agent``).
-        self.tool_functions: list[Tool] = [t for t in flatten_tools(tools) if isinstance(t, Tool)]
+        #: The sub-agents' specs by tool name (``Agent.as_tool``): each call of one runs it as a child.
+        self.sub_agents: dict[str, dict[str, Any]] = {
+            t.name: t.sub_agent for t in flatten_tools(tools) if isinstance(t, AgentTool)
+        }
+        #: The runnable tools among ``tools``, the sub-agents' included, each once (not serialised:
+        #: a worker serves them, e.g. ``agent dev --agent``).
+        self.tool_functions: list[Tool] = list(
+            {
+                id(f): f
+                for t in flatten_tools(tools)
+                for f in (t.tool_functions if isinstance(t, AgentTool) else [t])
+                if isinstance(f, Tool)
+            }.values()
+        )
         names = [t.name for t in self.tool_specs]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -293,16 +307,24 @@ class AgentSpec:
             "continue_as_new_after_events": self.continue_as_new_after_events,
             "model_retry_timeout_seconds": self.model_retry_timeout.total_seconds(),
             "participants": self.participants,
+            # Only when there are some, so the specs (and histories) of other agents stay as they were.
             **({"mcp": [s.model_dump() for s in self.mcp_sources]} if self.mcp_sources else {}),
+            **({"sub_agents": self.sub_agents} if self.sub_agents else {}),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentSpec:
         """Rebuild from :meth:`to_dict`'s output (as this class, or the subclass it is called on)."""
+        sub_agents = data.get("sub_agents") or {}
         return cls(
             model=data["model"],
             tools=[
-                *(ToolSpec.model_validate(t) for t in data.get("tools", [])),
+                *(
+                    AgentTool.from_spec(ToolSpec.model_validate(t), sub_agents[t["name"]])
+                    if t["name"] in sub_agents
+                    else ToolSpec.model_validate(t)
+                    for t in data.get("tools", [])
+                ),
                 *(MCPSource.model_validate(s) for s in data.get("mcp", [])),
             ],
             system_prompt=data.get("system_prompt"),

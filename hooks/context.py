@@ -52,6 +52,7 @@ class RunContext:
     :param phase: Where the run loop is (a hook point, ``"model"``, ``"tools"``, ``"done"``).
     :param hook_token_usage: Usage of the model calls hooks made (summaries), kept apart from the
         agent's own ``token_usage`` as in Haystack.
+    :param parent_run_id: The run this one is a sub-agent of (``Agent.as_tool``: a child workflow), or None.
     """
 
     run_id: str
@@ -59,6 +60,7 @@ class RunContext:
     state: State
     phase: str = "starting"
     hook_token_usage: dict[str, Any] = field(default_factory=dict)
+    parent_run_id: str | None = None
     _slots: dict[type, Any] = field(default_factory=dict, init=False, repr=False)
 
     def slot(self, kind: type[T]) -> T | None:

@@ -83,7 +83,8 @@ def tools_of(obj: Any, spec: str, option: str = "--tools") -> list[Tool | MCPToo
         except Exception as exc:
             raise ToolSpecError(f"{option} {spec!r}: calling it raised {type(exc).__name__}: {exc}") from exc
     if isinstance(obj, AgentSpec):
-        missing = sorted({t.name for t in obj.tool_specs} - {t.name for t in obj.tool_functions})
+        runnable = {t.name for t in obj.tool_functions} | set(obj.sub_agents)  # sub-agents run as child runs
+        missing = sorted({t.name for t in obj.tool_specs} - runnable)
         if missing:
             raise ToolSpecError(
                 f"{option} {spec!r}: the agent's tools {', '.join(missing)} were given as ToolSpec, without a "

@@ -19,7 +19,7 @@ from temporalio.exceptions import (
 
 with workflow.unsafe.imports_passed_through():
     from activities.model import ModelCallInput, call_model
-    from activities.tool_invocation import OffloadInstruction, ToolInvocationInput, call_tool
+    from activities.tool_invocation import OffloadInstruction, ToolInvocationInput
     from core.messages import ChatMessage, ToolCall
     from core.payloads import (
         AgentRunInput,
@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
     from hooks.context import RunContext
     from hooks.family import register_family_handlers
     from hooks.protocol import TASK_RETRYING_ERRORS, HasMemory, OffloadsInToolActivity
+    from workflows.children import call_tool_or_sub_agent
     from workflows.conversation import Conversation, MessageRefused
     from workflows.failures import (
         EXIT_TEXT,
@@ -194,6 +195,7 @@ class AgentWorkflow(ConversationTurns):
             agent=agent,
             state=state,
             hook_token_usage=dict(snapshot.hook_token_usage) if snapshot else {},
+            parent_run_id=parent.workflow_id if (parent := workflow.info().parent) else None,
         )
         self.run_context = context
         hooks = agent.distinct_hooks()
@@ -238,7 +240,8 @@ class AgentWorkflow(ConversationTurns):
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 task.uncancel()  # Temporal's own cancel: handled here, the run goes on to clean up
-            await self._uninterruptible(self._after_cancel(self._cancel_reason or DEFAULT_CANCEL_REASON))
+            reason = self._cancel_reason or workflow.cancellation_reason() or DEFAULT_CANCEL_REASON
+            await self._uninterruptible(self._after_cancel(reason))
         return await self._uninterruptible(self._finish(agent))
 
     async def _step(self) -> bool:
@@ -356,17 +359,18 @@ class AgentWorkflow(ConversationTurns):
                     origin=call,
                     error=True,
                 )
+            request = ToolInvocationInput(
+                run_id=context.run_id,
+                tool_call=call,
+                call_key=call.id or f"step{step}-call{index}",
+                step=step,
+                offload=self._offload_instruction(call, index),
+            )
             async with bound, tool_call_span(call, step):
                 output = await self._cancellable(
-                    (self._mcp.call if self._mcp.serves(call.tool_name) else call_tool)(
-                        ToolInvocationInput(
-                            run_id=context.run_id,
-                            tool_call=call,
-                            call_key=call.id or f"step{step}-call{index}",
-                            step=step,
-                            offload=self._offload_instruction(call, index),
-                        )
-                    )
+                    self._mcp.call(request)
+                    if self._mcp.serves(call.tool_name)
+                    else call_tool_or_sub_agent(agent, request)
                 )
             message = ChatMessage.from_tool(output.result, origin=call, error=output.error, meta=output.meta)
             if call.id is not None:
@@ -463,6 +467,7 @@ class AgentWorkflow(ConversationTurns):
             hook_context=run_input.hook_context,
             snapshot=snapshot,
             wait_for_user_seconds=run_input.wait_for_user_seconds,
+            last_message_only=run_input.last_message_only,
         )
 
     def _session_snapshot(self, run_input: AgentRunInput, between_turns: bool) -> Any:
@@ -476,7 +481,7 @@ class AgentWorkflow(ConversationTurns):
         data = self._require_context().state.data
         messages = data["messages"]
         return AgentRunResult(
-            messages=messages,
+            messages=messages[-1:] if self._run_input.last_message_only else messages,
             last_message=messages[-1] if messages else None,
             exit_reason=data.get("exit_reason"),
             step_count=data.get("step_count", 0),

@@ -38,7 +38,7 @@ class ConversationTurns:
         if self._cancel_reason is None:
             self._cancel_reason = reason
         if self._body is not None and not self._body.done():
-            self._body.cancel()
+            self._body.cancel(self._cancel_reason)  # the reason reaches the run's children (workflows/children.py)
 
     @staticmethod
     async def _uninterruptible(step: Any) -> Any:

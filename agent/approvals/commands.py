@@ -61,7 +61,8 @@ def add_commands(subparsers: Any) -> None:
         "pending",
         "list every run waiting for approval, with what it waits for",
         "List every pending tool call of every run waiting for a person, from Temporal visibility "
-        "(no run is queried, so it works with every worker down).",
+        "(no run is queried, so it works with every worker down). A sub-agent's child run "
+        "(Agent.as_tool) is listed under its own id, PARENT/CALL, with a PARENT column.",
     )
     pending.add_argument("--json", action="store_true", help="print JSON instead of a table")
     pending.add_argument(
@@ -142,9 +143,10 @@ def _clip(text: str, width: int) -> str:
 
 
 def format_pending_table(rows: list[tuple[str, PendingSummary]]) -> str:
-    """A fixed-width table: RUN, CALL, TOOL, ARGUMENTS, REQUESTED, EXPIRES (UTC)."""
-    header = ("RUN", "CALL", "TOOL", "ARGUMENTS", "REQUESTED (UTC)", "EXPIRES (UTC)")
-    lines = [
+    """A fixed-width table: RUN, CALL, TOOL, ARGUMENTS, REQUESTED, EXPIRES (UTC), and PARENT (the
+    run a sub-agent's child run belongs to) when a listed run is one."""
+    header: tuple[str, ...] = ("RUN", "CALL", "TOOL", "ARGUMENTS", "REQUESTED (UTC)", "EXPIRES (UTC)")
+    lines: list[tuple[str, ...]] = [
         (
             run_id,
             p.tool_call_id,
@@ -155,6 +157,9 @@ def format_pending_table(rows: list[tuple[str, PendingSummary]]) -> str:
         )
         for run_id, p in rows
     ]
+    if any(p.parent_run_id for _, p in rows):
+        header += ("PARENT",)
+        lines = [(*line, p.parent_run_id or "") for line, (_, p) in zip(lines, rows, strict=True)]
     widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *lines]

@@ -45,9 +45,9 @@ def routes(inbox: InboxContext) -> list[Route]:
     return [
         Route("/", pages.waiting_page),
         Route("/waiting/rows", pages.waiting_rows),
-        Route("/runs/{run_id:str}/calls/{call_id:str}", pages.call_page),
-        Route("/runs/{run_id:str}/calls/{call_id:str}/decide", pages.decide, methods=["POST"]),
-        Route("/runs/{run_id:str}/calls/{call_id:str}/state", pages.call_state),
+        Route("/runs/{run_id:path}/calls/{call_id:str}", pages.call_page),
+        Route("/runs/{run_id:path}/calls/{call_id:str}/decide", pages.decide, methods=["POST"]),
+        Route("/runs/{run_id:path}/calls/{call_id:str}/state", pages.call_state),
     ]
 
 

@@ -90,8 +90,8 @@ def routes(inbox: InboxContext) -> list[Route]:
     pages = ConversationPages(inbox)
     return [
         Route("/replies", pages.replies_page),
-        Route("/runs/{run_id:str}/conversation", pages.conversation_page),
-        Route("/runs/{run_id:str}/conversation/send", pages.send, methods=["POST"]),
+        Route("/runs/{run_id:path}/conversation", pages.conversation_page),
+        Route("/runs/{run_id:path}/conversation/send", pages.send, methods=["POST"]),
     ]
 
 

@@ -25,8 +25,9 @@ from agent.inbox.csrf import CsrfTokens
 from agent.inbox.identity import TOKEN_COOKIE, IdentityConfig
 from agent.inbox.pages import HERE, InboxContext, InboxSettings, PageError
 
-#: The page modules, one a family: the one line to touch when a family adds inbox pages.
-PAGES = (approval_pages, run_pages, conversation_pages)
+#: The page modules, one a family: the one line to touch when a family adds inbox pages. The run
+#: pages come last: their ``/runs/{run_id:path}`` matches any path under /runs/ (run ids may hold "/").
+PAGES = (approval_pages, conversation_pages, run_pages)
 
 __all__ = ["PAGES", "InboxSettings", "PageError", "create_app"]
 

@@ -126,6 +126,8 @@ class WaitingRow(BaseModel):
     requested_at: datetime
     expires_at: datetime | None = None
     on_timeout: str = "reject"
+    #: The run this one is a sub-agent of (``Agent.as_tool``), when it is one.
+    parent_run_id: str | None = None
 
 
 def waiting_rows(waiting: WaitingRuns, tool: str = "", run: str = "") -> list[WaitingRow]:

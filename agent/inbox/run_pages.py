@@ -1,5 +1,5 @@
 """The inbox's run pages: one run (``/runs/{run}``: status, a workflow task that keeps failing
-with its fix, and the timeline) and an offloaded tool result (``/runs/{run}/results``, read
+with its fix, the tree of runs it belongs to (parent, sub-agents' child runs) and the timeline) and an offloaded tool result (``/runs/{run}/results``, read
 through the same store and range logic as the ``read_tool_result`` tool, scoped to that run)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
 from agent.inbox.pages import InboxContext, InboxPages, PageError
+from agent.inbox.run_tree import run_tree
 from core.payloads import FailingWorkflowTask, RunStatus
 from core.wire import RUN_STATUS_QUERY
 from hooks.human_in_the_loop.dataclasses import PendingConfirmation
@@ -22,9 +23,11 @@ from hooks.tool_result_offloading.stores import ToolResultStoreError, store_from
 def routes(inbox: InboxContext) -> list[Route]:
     """The run pages' routes."""
     pages = RunPages(inbox)
+    # A run id may hold "/" (a sub-agent's child run: "{parent}/{call}"), so the bare run route
+    # matches every /runs/... path: it comes last of all the inbox's routes (agent/inbox/app.py).
     return [
-        Route("/runs/{run_id:str}", pages.run_page),
-        Route("/runs/{run_id:str}/results", pages.result_page),
+        Route("/runs/{run_id:path}/results", pages.result_page),
+        Route("/runs/{run_id:path}", pages.run_page),
     ]
 
 
@@ -46,6 +49,7 @@ class RunPages(InboxPages):
             except (WorkflowQueryFailedError, RPCError):
                 status = None
             pending = await self.pending_of(run_id)
+        tree = await run_tree(self.client, run_id)
         decided_id = request.query_params.get("decided")
         return self.render(
             request,
@@ -54,6 +58,7 @@ class RunPages(InboxPages):
             run=run,
             live=status,
             pending=pending,
+            tree=tree,
             stuck=stuck,
             just_decided=run.decisions.get(decided_id) if decided_id else None,
             decided_id=decided_id,

@@ -114,6 +114,8 @@ class PendingConfirmation(BaseModel):
     :param approvers: Who may decide this call (a decision's ``approver`` must be one of these
         names, exactly); None when anyone may. Set from ``DurableConfirmationStrategy(approvers=...)``
         or ``ConfirmationHook(approvers=...)``; the run's validator enforces it.
+    :param parent_run_id: The run this run is a sub-agent of (``Agent.as_tool``), when it is one:
+        deciding the call here lets that parent go on.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -128,6 +130,7 @@ class PendingConfirmation(BaseModel):
     on_timeout: str = "reject"
     confirmation_ui: dict[str, Any] | None = None
     approvers: list[str] | None = None
+    parent_run_id: str | None = None
 
 
 class ToolDecision(BaseModel):
@@ -206,6 +209,7 @@ class PendingSummary(BaseModel):
     :param requested_at: When the run started waiting.
     :param expires_at: When ``on_timeout`` applies.
     :param on_timeout: What happens then.
+    :param parent_run_id: The run this run is a sub-agent of, when it is one.
     """
 
     tool_call_id: str
@@ -215,6 +219,7 @@ class PendingSummary(BaseModel):
     requested_at: datetime
     expires_at: datetime | None = None
     on_timeout: str = "reject"
+    parent_run_id: str | None = None
 
     @classmethod
     def of(cls, request: PendingConfirmation) -> PendingSummary:
@@ -230,4 +235,5 @@ class PendingSummary(BaseModel):
             requested_at=request.requested_at,
             expires_at=request.expires_at,
             on_timeout=request.on_timeout,
+            parent_run_id=request.parent_run_id,
         )

@@ -38,7 +38,7 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 
 from core.tool_records import arguments_sha256, canonical_json
-from hooks.context import current_run
+from hooks.context import current_run, current_run_or_none
 from hooks.human_in_the_loop.dataclasses import (
     ACTIONS,
     DecisionRecord,
@@ -261,7 +261,7 @@ class ConfirmationRegistry:
     ) -> None:
         """Make a request pending (visible to the query, decidable by Signal/Update).
 
-        :param request: What is asked.
+        :param request: What is asked; in a sub-agent's run its ``parent_run_id`` is set here.
         :param schema: The tool's JSON schema; a modify's ``new_tool_params`` must satisfy it.
         :param limits: How big a decision on this request may be.
         :raises ValueError: If a request with the same ``tool_call_id`` was already published.
@@ -269,6 +269,10 @@ class ConfirmationRegistry:
         call_id = request.tool_call_id
         if call_id in self._pending or call_id in self._closed:
             raise ValueError(f"Tool call id '{call_id}' was already asked for in this run.")
+        run = current_run_or_none()
+        parent = run.parent_run_id if run is not None else None
+        if parent is not None and request.parent_run_id is None:  # a sub-agent's run (Agent.as_tool)
+            request = request.model_copy(update={"parent_run_id": parent})
         self._pending[call_id] = request
         self._schemas[call_id] = dict(schema or {})
         self._limits[call_id] = limits
