@@ -19,7 +19,7 @@ from temporalio.exceptions import (
 
 with workflow.unsafe.imports_passed_through():
     from activities.model import ModelCallInput, call_model
-    from activities.tool_invocation import OffloadInstruction, ToolInvocationInput, call_tool
+    from activities.tool_invocation import OffloadInstruction, ToolInvocationInput
     from core.messages import ChatMessage, ToolCall
     from core.payloads import (
         AgentRunInput,
@@ -59,6 +59,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.spans import hook_point_span, hook_span, model_call_span, run_span, tool_call_span
     from workflows.stored_conversation import StoredConversation
+    from workflows.tool_dispatch import run_tool_call
     from workflows.turns import DEFAULT_CANCEL_REASON, ConversationTurns
 
 
@@ -268,7 +269,7 @@ class AgentWorkflow(ConversationTurns):
                 raise asyncio.CancelledError() from err
             raise model_call_failure(err, agent.model_retry_timeout) from err
         reply = output.message
-        self._conversation.record(sent, reply, output.conversation_head)
+        self._conversation.record(sent, reply, output.conversation_head, output.conversation_covers_reply)
         state.set("messages", [reply])
         if isinstance(usage := reply.meta.get("usage"), dict):
             state.set("token_usage", add_usage(state.data.get("token_usage") or {}, usage))
@@ -340,7 +341,7 @@ class AgentWorkflow(ConversationTurns):
         bound = asyncio.Semaphore(agent.max_concurrent_tool_calls)
 
         async def run_one(index: int, call: ToolCall) -> ChatMessage:
-            if agent.tool_spec(call.tool_name) is None:
+            if (spec := agent.tool_spec(call.tool_name)) is None:
                 available = ", ".join(t.name for t in agent.tool_specs)
                 return ChatMessage.from_tool(
                     f"Unknown tool '{call.tool_name}'. Available tools: {available}.", origin=call, error=True
@@ -354,14 +355,15 @@ class AgentWorkflow(ConversationTurns):
                 )
             async with bound, tool_call_span(call, step):
                 output = await self._cancellable(
-                    call_tool(
+                    run_tool_call(
+                        spec,
                         ToolInvocationInput(
                             run_id=context.run_id,
                             tool_call=call,
                             call_key=call.id or f"step{step}-call{index}",
                             step=step,
                             offload=self._offload_instruction(call, index),
-                        )
+                        ),
                     )
                 )
             message = ChatMessage.from_tool(output.result, origin=call, error=output.error, meta=output.meta)
