@@ -14,7 +14,9 @@ bare floor. Rounds rotate the order.
 ``--model-latency [MS]`` makes the scripted model answer after MS (500 when none): production-like
 latencies, where what counts is what stays on a step's critical path.
 
-Run: python -m bench.step_overhead [--steps 100] [--rounds 3] [--result-bytes 2048] [--s3-latency [MS]] [--model-latency [MS]]
+``--local-tool`` adds a row: the agent with its tool as ``Tool(local=True)`` (a local activity).
+
+Run: python -m bench.step_overhead [--steps 100] [--rounds 3] [--result-bytes 2048] [--s3-latency [MS]] [--model-latency [MS]] [--local-tool]
 """
 
 from __future__ import annotations
@@ -35,11 +37,14 @@ from bench.floor_workflow import FloorWorkflow
 from bench.noop_hooks import SIX_NOOP_HOOKS
 from bench.throughput import cpu_seconds, script, worker_process
 from bench.workloads import big_text
+from core.tools import Tool
 
 KEYS = ("wall", "work", "cpu", "events", "wft_queue", "activity_queue")
 #: The kinds, in table order; the first is the floor the ratios divide by.
 KINDS = ("bare", "floor", "agent")
-LABELS = {"bare": "bare", "floor": "our acts", "agent": "agent"}
+LABELS = {"bare": "bare", "floor": "our acts", "agent": "agent", "local": "local"}
+#: The agent's tool as a ``Tool(local=True)`` (the ``--local-tool`` row): the same function.
+LOCAL_BIG_TEXT = Tool(big_text.function, name=big_text.name, local=True)
 
 
 async def measure(clients, scripted, worker_pid: int, queue: str, steps: int, result_bytes: int, kind: str):
@@ -58,7 +63,8 @@ async def measure(clients, scripted, worker_pid: int, queue: str, steps: int, re
         )
         await handle.result()
     else:
-        agent = Agent(model=model, tools=[big_text], hooks=SIX_NOOP_HOOKS, max_agent_steps=steps + 1)
+        tools = [LOCAL_BIG_TEXT if kind == "local" else big_text]
+        agent = Agent(model=model, tools=tools, hooks=SIX_NOOP_HOOKS, max_agent_steps=steps + 1)
         handle = (await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=queue)).workflow
         await handle.result()
     wall_ms = (time.perf_counter() - started) * 1000
@@ -75,8 +81,14 @@ async def measure(clients, scripted, worker_pid: int, queue: str, steps: int, re
 
 
 async def main(
-    steps: int, rounds: int, result_bytes: int, s3_latency_ms: float = 0.0, model_latency_ms: float = 0.0
+    steps: int,
+    rounds: int,
+    result_bytes: int,
+    s3_latency_ms: float = 0.0,
+    model_latency_ms: float = 0.0,
+    local_tool: bool = False,
 ) -> dict[str, dict[str, float]]:
+    kinds = (*KINDS, "local") if local_tool else KINDS
     queue = f"bench-step-{uuid.uuid4().hex[:6]}"
     load_before = Path("/proc/loadavg").read_text().strip()
     with bench_stack(s3_latency_ms, model_latency_ms) as (stack, scripted), tempfile.TemporaryDirectory() as tmp:
@@ -84,13 +96,13 @@ async def main(
         with worker_process(queue, Path(tmp)) as worker:
             pid = worker.pid
             assert pid is not None
-            for kind in KINDS:  # warm up every path
+            for kind in kinds:  # warm up every path
                 await measure(clients, scripted, pid, queue, 5, result_bytes, kind)
-            results: dict[str, list[dict[str, float]]] = {kind: [] for kind in KINDS}
+            results: dict[str, list[dict[str, float]]] = {kind: [] for kind in kinds}
             for r in range(rounds):
-                for kind in KINDS[r % len(KINDS) :] + KINDS[: r % len(KINDS)]:
+                for kind in kinds[r % len(kinds) :] + kinds[: r % len(kinds)]:
                     results[kind].append(await measure(clients, scripted, pid, queue, steps, result_bytes, kind))
-    medians = {kind: {k: statistics.median(r[k] for r in results[kind]) for k in KEYS} for kind in KINDS}
+    medians = {kind: {k: statistics.median(r[k] for r in results[kind]) for k in KEYS} for kind in kinds}
     bare = medians["bare"]
     print(
         f"step overhead, {steps} steps x {rounds} rounds (medians), {result_bytes} B tool results, "
@@ -98,8 +110,8 @@ async def main(
     )
     print(
         f"{'':28}"
-        + "".join(f"{LABELS[k]:>10}" for k in KINDS)
-        + "".join(f"{LABELS[k] + '/bare':>15}" for k in KINDS[1:])
+        + "".join(f"{LABELS[k]:>10}" for k in kinds)
+        + "".join(f"{LABELS[k] + '/bare':>15}" for k in kinds[1:])
     )
     for key, label in (
         ("wall", "wall ms per step"),
@@ -109,8 +121,8 @@ async def main(
         ("activity_queue", "activity sched->start ms/st"),
         ("events", "history events per run"),
     ):
-        figures = "".join(f"{medians[k][key]:>10.1f}" for k in KINDS)
-        ratios = "".join(f"{medians[k][key] / bare[key]:>15.2f}" for k in KINDS[1:])
+        figures = "".join(f"{medians[k][key]:>10.1f}" for k in kinds)
+        ratios = "".join(f"{medians[k][key] / bare[key]:>15.2f}" for k in kinds[1:])
         print(f"{label:28}{figures}{ratios}")
     for key in ("work", "cpu", "wall"):
         per_round = ", ".join(
@@ -129,5 +141,8 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--result-bytes", type=int, default=2048)
     add_latency_arguments(parser)
+    parser.add_argument(
+        "--local-tool", action="store_true", help="add a row: the agent with its tool as Tool(local=True)"
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.steps, args.rounds, args.result_bytes, args.s3_latency, args.model_latency))
+    asyncio.run(main(args.steps, args.rounds, args.result_bytes, args.s3_latency, args.model_latency, args.local_tool))
