@@ -3,10 +3,12 @@ carrying it, so workflow history grows by each step's new messages only (not qua
 
 The conversation is a chain of content-addressed segments in S3 (``{parent, messages}``,
 keyed by the SHA-256 of their JSON). The model activity loads the chain named by the
-workflow's ``conversation_head``, appends the new messages, calls the model, and writes one
-segment with the new messages and the reply; the new head comes back in its output. Each
-segment holds only what a step added, so S3 bytes per step stay flat too, and a retried
-write of the same segment is the same object (idempotent).
+workflow's ``conversation_head`` (from memory when this worker wrote it), appends the new
+messages, and writes them as one segment *while the model call is in flight*, so S3's latency
+stays off the step's path; the new head comes back in its output once both are done. The reply
+is not in that segment: the next step sends it with its own new messages (a few hundred bytes of
+history a step). Each segment holds only what a step added, so S3 bytes per step stay flat too,
+and a retried write of the same segment is the same object (idempotent).
 """
 
 from __future__ import annotations

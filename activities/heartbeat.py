@@ -19,14 +19,24 @@ HEARTBEAT_TIMEOUT = timedelta(seconds=3)
 
 
 async def with_heartbeats(call: Awaitable[T], every: float = HEARTBEAT_EVERY_SECONDS) -> T:
-    """Await ``call`` while heartbeating every ``every`` seconds."""
-    task = asyncio.ensure_future(call)
+    """Await ``call`` while heartbeating every ``every`` seconds.
+
+    A call that ends within ``every`` sends no heartbeat at all. The beats come from a timer on
+    the event loop rather than a task racing the call, so a short call costs one timer, not a
+    task and a wait per second (a model or tool call is usually short).
+    """
+    if activity.info().is_local:  # a local activity has no heartbeats
+        return await call
+    loop = asyncio.get_running_loop()
+    timer: asyncio.TimerHandle
+
+    def beat() -> None:
+        nonlocal timer
+        activity.heartbeat()
+        timer = loop.call_later(every, beat)
+
+    timer = loop.call_later(every, beat)  # the timer runs in this context: the activity's
     try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=every)
-            if done:
-                return task.result()
-            activity.heartbeat()
+        return await call
     finally:
-        if not task.done():
-            task.cancel()
+        timer.cancel()

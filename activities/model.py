@@ -70,13 +70,17 @@ class ModelCallOutput(BaseModel):
     """The model's reply (``meta`` holds ``usage``, ``finish_reason``, ``model``).
 
     :param usage: Token counts of this call (``prompt_tokens``, ``completion_tokens``, ``total_tokens``).
-    :param conversation_head: Digest of the stored conversation including the reply, when the
-        worker stores conversations; the next call can then send only what comes after it.
+    :param conversation_head: Digest of the stored conversation, when the worker stores
+        conversations; the next call can then send only what comes after it.
+    :param conversation_covers_reply: Whether that stored conversation ends with the reply
+        (False: it ends just before, as this worker writes the segment while the model call is in
+        flight, and the next call sends the reply first). True is what workers before that wrote.
     """
 
     message: ChatMessage
     usage: dict[str, Any] = Field(default_factory=dict)
     conversation_head: str | None = None
+    conversation_covers_reply: bool = True
 
 
 #: The SDK's own switch (what ``with_raw_response`` sets) for getting the raw response back, so a
@@ -164,32 +168,52 @@ def to_openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
-def _parse_tool_call(raw: Any) -> ToolCall:
-    """A model tool call; unparsable arguments are kept raw so the run loop can answer with an error."""
-    arguments_text = raw.function.arguments or "{}"
+def _parse_tool_call(raw: dict[str, Any]) -> ToolCall:
+    """A model tool call (its wire form); unparsable arguments are kept raw so the run loop can answer with an error."""
+    function = raw["function"]
+    arguments_text = function.get("arguments") or "{}"
     try:
         arguments = json.loads(arguments_text)
         if not isinstance(arguments, dict):
             raise ValueError("arguments are not a JSON object")
     except ValueError:
         return ToolCall(
-            tool_name=raw.function.name, arguments={}, id=raw.id, extra={"invalid_arguments": arguments_text}
+            tool_name=function["name"], arguments={}, id=raw.get("id"), extra={"invalid_arguments": arguments_text}
         )
-    return ToolCall(tool_name=raw.function.name, arguments=arguments, id=raw.id)
+    return ToolCall(tool_name=function["name"], arguments=arguments, id=raw.get("id"))
 
 
-def from_openai_response(response: Any) -> ModelCallOutput:
-    """Turn a ``ChatCompletion`` into our reply message and usage."""
-    choice = response.choices[0]
+def _without_none(value: dict[str, Any]) -> dict[str, Any]:
+    return {k: _without_none(v) if isinstance(v, dict) else v for k, v in value.items() if v is not None}
+
+
+def reply_from_completion(completion: dict[str, Any]) -> ModelCallOutput:
+    """A Chat Completions response body (parsed JSON) as our reply message and usage, read
+    straight from the JSON (building the SDK's ``ChatCompletion`` first cost more than the rest
+    of the activity's Python work).
+
+    :raises KeyError, TypeError, IndexError: When the body is not shaped like a chat completion.
+    """
+    choice = completion["choices"][0]
+    message = choice["message"]
     # The whole usage, nested details (prompt_tokens_details, ...) included, as Haystack keeps it.
-    usage = response.usage.model_dump(exclude_none=True) if response.usage is not None else {}
-    meta: dict[str, Any] = {"model": response.model, "finish_reason": choice.finish_reason, "usage": dict(usage)}
-    message = ChatMessage.from_assistant(
-        text=choice.message.content,
-        tool_calls=[_parse_tool_call(c) for c in choice.message.tool_calls or []],
+    usage = _without_none(completion.get("usage") or {})
+    meta: dict[str, Any] = {
+        "model": completion.get("model"),
+        "finish_reason": choice.get("finish_reason"),
+        "usage": dict(usage),
+    }
+    reply = ChatMessage.from_assistant(
+        text=message.get("content"),
+        tool_calls=[_parse_tool_call(c) for c in message.get("tool_calls") or []],
         meta=meta,
     )
-    return ModelCallOutput(message=message, usage=usage)
+    return ModelCallOutput(message=reply, usage=usage)
+
+
+def from_openai_response(response: ChatCompletion) -> ModelCallOutput:
+    """Turn the SDK's ``ChatCompletion`` object into our reply message and usage (see :func:`reply_from_completion`)."""
+    return reply_from_completion(response.model_dump(exclude_none=True))
 
 
 class ModelActivities:
@@ -242,6 +266,7 @@ class ModelActivities:
         if request.tools:
             body["tools"] = to_openai_tools(request.tools)
         body.update(request.settings)
+        segment = self._start_segment_write(request, history)
         try:
             raw = await with_heartbeats(
                 client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=_RAW_RESPONSE)
@@ -254,18 +279,32 @@ class ModelActivities:
                 f"{request.model!r}: {exc.message} ({exc.__cause__!r}).",
                 type=TRANSIENT_MODEL_ERROR,
             ) from exc
-        output = from_openai_response(_parse_completion(raw))
-        if self.conversations is not None and request.purpose == "agent":
-            # Heartbeats go on while the segment is written: under load the write waits for a
-            # thread and for S3, and a silent wait past HEARTBEAT_TIMEOUT would retry the whole
-            # activity (a second model call).
-            output.conversation_head = await with_heartbeats(
-                asyncio.to_thread(
-                    self.conversations.extend, request.conversation_head, history, [*request.messages, output.message]
-                )
-            )
-            self._remember_wire(output.conversation_head, wire + to_openai_messages([output.message]))
+        output = _parse_completion(raw)
+        if segment is not None:
+            # Heartbeats go on while the segment write finishes: under load it waits for a thread
+            # and for S3, and a silent wait past HEARTBEAT_TIMEOUT would retry the whole activity
+            # (a second model call).
+            output.conversation_head = await with_heartbeats(segment)
+            output.conversation_covers_reply = False
+            self._remember_wire(output.conversation_head, wire)
         return output
+
+    def _start_segment_write(self, request: ModelCallInput, history: list[ChatMessage]) -> asyncio.Future[str] | None:
+        """Store the request's new messages after its head, in a thread, while the model call is in
+        flight (so S3's latency is not on the step's path); None when this call stores nothing.
+
+        The reply is not in this segment: the next call sends it with its own new messages. The
+        activity completes only after the write, so a head in history always names a stored chain.
+        """
+        if self.conversations is None or request.purpose != "agent" or not request.messages:
+            return None
+        write = asyncio.ensure_future(
+            asyncio.to_thread(self.conversations.extend, request.conversation_head, history, request.messages)
+        )
+        # A failed model call leaves the write to finish on its own (it is idempotent); retrieve its
+        # outcome so a failed write is not reported as never retrieved.
+        write.add_done_callback(lambda done: done.cancelled() or done.exception())
+        return write
 
     def _wire_of(self, head: str | None, history: list[ChatMessage]) -> list[dict[str, Any]]:
         if head is None:
@@ -298,26 +337,24 @@ class ModelActivities:
         return await with_heartbeats(asyncio.to_thread(self.conversations.load, head))
 
 
-def _parse_completion(raw: Any) -> Any:
-    """The ``ChatCompletion`` of a raw response, or an error that says what came instead.
+def _parse_completion(raw: Any) -> ModelCallOutput:
+    """Our reply from a raw response, or an error that says what came instead.
 
     :raises ApplicationError: Retryable, type ``ModelBadResponse``, naming the status, the content
         type and the first bytes, when the body is not JSON or not a chat completion (a proxy's
         error page, a truncated body).
     """
     response = raw.http_response
-    content_type = response.headers.get("content-type", "(none)")
     try:
-        completion = raw.parse()
-        completion.choices[0].message  # noqa: B018 - a completion without a choice is no answer
+        return reply_from_completion(json.loads(response.content))
     except Exception as exc:
+        content_type = response.headers.get("content-type", "(none)")
         first = response.content[:200]
         raise ApplicationError(
             f"The model endpoint answered HTTP {response.status_code} with {content_type} that is not a chat "
             f"completion ({type(exc).__name__}); it began with {first!r}",
             type=BAD_RESPONSE_ERROR,
         ) from exc
-    return completion
 
 
 def _describe_endpoint(client: openai.AsyncOpenAI, endpoint: str | None) -> str:

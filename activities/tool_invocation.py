@@ -177,6 +177,25 @@ async def call_tool(request: ToolInvocationInput) -> ToolInvocationOutput:
     )
 
 
+#: A local tool call's own timeout: it holds the run's workflow task, so it must be short.
+LOCAL_TOOL_TIMEOUT = timedelta(minutes=1)
+
+
+async def call_tool_local(request: ToolInvocationInput) -> ToolInvocationOutput:
+    """Workflow side: run one call of a ``Tool(local=True)`` as a local activity (the same
+    ``invoke_tool``, in this worker, recorded as a marker when the workflow task completes).
+
+    No heartbeats (a local activity has none), and a cancelled run waits for the call to end."""
+    return await workflow.execute_local_activity_method(
+        ToolActivities.invoke_tool,
+        request,
+        start_to_close_timeout=LOCAL_TOOL_TIMEOUT,
+        retry_policy=TOOL_RETRY_POLICY,
+        cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        summary=request.tool_call.tool_name,
+    )
+
+
 async def write_to_store(descriptor: dict[str, Any], key: str, content: str) -> str:
     """Write ``content`` under ``key`` in the store ``descriptor`` names (rebuilt here, on the
     worker); returns the reference.

@@ -3,6 +3,7 @@ its own process, and history spans."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import os
@@ -18,22 +19,69 @@ from agent.client import connect
 from agent.dev.processes import ROOT, ChildProcess
 from agent.dev.scripted_model import ScriptedModelServer
 from agent.dev.stack import DevStack
+from bench.bare_floor import QUEUE_SUFFIX, bare_client, bare_worker
+from bench.latency_proxy import delaying_proxy
 from core.tools import Tool
 from worker import create_worker
 
+#: ``--s3-latency``'s value when given without one: a request to S3 from another place (20-50 ms).
+DEFAULT_S3_LATENCY_MS = 30.0
+#: ``--model-latency``'s value when given without one: a hosted model's time to first byte.
+DEFAULT_MODEL_LATENCY_MS = 500.0
+
+
+def add_latency_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--s3-latency [MS]`` and ``--model-latency [MS]`` (both off unless given; see :func:`bench_stack`)."""
+    parser.add_argument(
+        "--s3-latency",
+        type=float,
+        nargs="?",
+        const=DEFAULT_S3_LATENCY_MS,
+        default=0.0,
+        metavar="MS",
+        help=f"add MS to every S3 request (a delaying proxy in front of moto; {DEFAULT_S3_LATENCY_MS:.0f} when no MS)",
+    )
+    parser.add_argument(
+        "--model-latency",
+        type=float,
+        nargs="?",
+        const=DEFAULT_MODEL_LATENCY_MS,
+        default=0.0,
+        metavar="MS",
+        help=f"the scripted model answers after MS (time to first byte; {DEFAULT_MODEL_LATENCY_MS:.0f} when no MS)",
+    )
+
+
+def latency_label(s3_latency_ms: float, model_latency_ms: float) -> str:
+    """``"S3 +30 ms a request, model +500 ms"`` or ``"loopback latencies"``, for a bench's header."""
+    if not (s3_latency_ms or model_latency_ms):
+        return "loopback latencies"
+    return f"S3 +{s3_latency_ms:.0f} ms a request, model +{model_latency_ms:.0f} ms to first byte"
+
 
 @contextlib.contextmanager
-def bench_stack() -> Iterator[tuple[DevStack, ScriptedModelServer]]:
-    """A headless DevStack and the scripted model, env applied; everything stopped after."""
-    with tempfile.TemporaryDirectory() as tmp, DevStack(Path(tmp), with_ui=False, persist_s3=False) as stack:
+def bench_stack(
+    s3_latency_ms: float = 0.0, model_latency_ms: float = 0.0
+) -> Iterator[tuple[DevStack, ScriptedModelServer]]:
+    """A headless DevStack and the scripted model, env applied; everything stopped after.
+
+    :param s3_latency_ms: Added to every S3 request by a delaying proxy (bench/latency_proxy.py)
+        that ``AWS_ENDPOINT_URL_S3`` then points at; 0: moto directly.
+    :param model_latency_ms: The scripted model's time to first byte.
+    :raises ValueError: On a negative latency.
+    """
+    with contextlib.ExitStack() as stack_of:
+        tmp = stack_of.enter_context(tempfile.TemporaryDirectory())
+        stack = stack_of.enter_context(DevStack(Path(tmp), with_ui=False, persist_s3=False))
         previous = stack.apply_env()
-        scripted = ScriptedModelServer().start()
+        stack_of.callback(DevStack.restore_env, previous)
+        if s3_latency_ms:
+            proxy = stack_of.enter_context(delaying_proxy(stack.s3.port, s3_latency_ms / 1000))
+            os.environ["AWS_ENDPOINT_URL_S3"] = proxy.endpoint_url
+        scripted = ScriptedModelServer(latency=model_latency_ms / 1000).start()
+        stack_of.callback(scripted.stop)
         os.environ.update({"OPENAI_BASE_URL": scripted.base_url, "OPENAI_API_KEY": "scripted-model"})
-        try:
-            yield stack, scripted
-        finally:
-            scripted.stop()
-            DevStack.restore_env(previous)
+        yield stack, scripted
 
 
 def start_bench_worker(module: str, queue: str, log_file: Path, env: dict[str, str] | None = None) -> ChildProcess:
@@ -54,11 +102,23 @@ def start_bench_worker(module: str, queue: str, log_file: Path, env: dict[str, s
     return worker
 
 
-async def serve_worker(queue: str, tools: Sequence[Tool], extra_workflows: Sequence[type]) -> None:
+async def serve_worker(
+    queue: str, tools: Sequence[Tool], extra_workflows: Sequence[type], *, with_bare: bool = False
+) -> None:
     """The body of a bench's ``--serve QUEUE``: a worker with ``tools`` and ``extra_workflows``
-    beside the agent's own, announced with ``worker ready``, until the process is stopped."""
+    beside the agent's own, announced with ``worker ready``, until the process is stopped.
+
+    :param with_bare: Also run the bare floor's own worker (bench/bare_floor.py, Temporal's default
+        converter) in this process, on ``QUEUE`` + :data:`bench.bare_floor.QUEUE_SUFFIX`.
+    """
     client = await connect()
-    async with create_worker(client, tools=list(tools), task_queue=queue, extra_workflows=list(extra_workflows)):
+    async with contextlib.AsyncExitStack() as workers:
+        await workers.enter_async_context(
+            create_worker(client, tools=list(tools), task_queue=queue, extra_workflows=list(extra_workflows))
+        )
+        if with_bare:
+            plain = await bare_client(client.service_client.config.target_host)
+            await workers.enter_async_context(bare_worker(plain, queue + QUEUE_SUFFIX))
         print(f"worker ready {os.getpid()}", flush=True)
         await asyncio.Event().wait()
 
@@ -68,17 +128,32 @@ def _ms(event) -> float:
 
 
 def worker_spans(history) -> dict[str, float]:
-    """Worker-side work from event timestamps: workflow-task and activity execution time (ms)."""
+    """Where a run's time went, from event timestamps (ms in all): workflow-task and activity
+    execution (``workflow_task_ms``, ``activity_ms``: the worker's work), and the waits before
+    each started (``workflow_task_queue_ms``, ``activity_queue_ms``: schedule to start, the
+    server's matching and the poll; an eagerly dispatched activity waits ~0)."""
+    scheduled: dict[int, float] = {}
     started: dict[int, float] = {}
-    workflow_task_ms = activity_ms = 0.0
+    spans = dict.fromkeys(("workflow_task_ms", "activity_ms", "workflow_task_queue_ms", "activity_queue_ms"), 0.0)
     for event in history.events:
-        if event.event_type in (EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED, EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED):
+        kind = event.event_type
+        if kind in (EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED):
+            scheduled[event.event_id] = _ms(event)
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
             started[event.event_id] = _ms(event)
-        elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-            workflow_task_ms += _ms(event) - started[event.workflow_task_completed_event_attributes.started_event_id]
-        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-            activity_ms += _ms(event) - started[event.activity_task_completed_event_attributes.started_event_id]
-    return {"workflow_task_ms": workflow_task_ms, "activity_ms": activity_ms, "events": len(history.events)}
+            attributes = event.workflow_task_started_event_attributes
+            spans["workflow_task_queue_ms"] += _ms(event) - scheduled.get(attributes.scheduled_event_id, _ms(event))
+        elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            started[event.event_id] = _ms(event)
+            attributes = event.activity_task_started_event_attributes
+            spans["activity_queue_ms"] += _ms(event) - scheduled.get(attributes.scheduled_event_id, _ms(event))
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            attributes = event.workflow_task_completed_event_attributes
+            spans["workflow_task_ms"] += _ms(event) - started[attributes.started_event_id]
+        elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            attributes = event.activity_task_completed_event_attributes
+            spans["activity_ms"] += _ms(event) - started[attributes.started_event_id]
+    return {**spans, "events": len(history.events)}
 
 
 async def chain_events(client, workflow_id: str) -> list:

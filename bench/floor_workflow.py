@@ -1,6 +1,8 @@
-"""The bare floors: the same model and tool activities in a loop (``FloorWorkflow``), or around
-one approval (``ParkedFloorWorkflow``), with no agent logic (no State, no hooks, no spec
-parsing). What a hand-written Temporal loop would cost."""
+"""Our activities with no agent logic: the same model and tool activities in a loop
+(``FloorWorkflow``), or around one approval (``ParkedFloorWorkflow``), with no State, no hooks, no
+spec parsing. The benchmarks' second row ("our activities"): what the run loop adds is the agent's
+row minus this one, what our activities add is this one minus the bare floor's
+(bench/bare_floor.py, which imports nothing of this project)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ with workflow.unsafe.imports_passed_through():
     from core.messages import ChatMessage
     from core.tools import ToolSpec
     from hooks.human_in_the_loop.wire import WAITING_FOR_APPROVAL
+    from workflows.stored_conversation import StoredConversation
 
 
 @workflow.defn(name="FloorWorkflow")
@@ -19,9 +22,14 @@ class FloorWorkflow:
     @workflow.run
     async def run(self, model: str, tools: list[ToolSpec], prompt: str) -> int:
         messages = [ChatMessage.from_user(prompt)]
+        conversation = StoredConversation()  # as the run loop: send what the worker has not stored
         steps = 0
         while True:
-            reply = (await call_model(ModelCallInput(model=model, messages=messages, tools=tools))).message
+            sent = list(messages)
+            head, tail = conversation.request(sent)
+            output = await call_model(ModelCallInput(model=model, messages=tail, conversation_head=head, tools=tools))
+            reply = output.message
+            conversation.record(sent, reply, output.conversation_head, output.conversation_covers_reply)
             messages.append(reply)
             steps += 1
             if not reply.tool_calls:

@@ -9,8 +9,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-#: The systems, in table order. The floor comes first: the others' work is divided by it.
-SYSTEMS = ("floor", "ours", "pydantic-ai", "openai-agents")
+#: The systems, in table order. The bare floor (bench/bare_floor.py) comes first: the others'
+#: work is divided by it; "floor" is our activities in a loop with no agent logic.
+SYSTEMS = ("bare", "floor", "ours", "pydantic-ai", "openai-agents")
 #: The tool every system offers; the scripted model calls it once a step.
 TOOL_NAME = "big_text"
 PROMPT = "Call big_text as often as you are scripted to, then answer."
@@ -89,14 +90,14 @@ def _num(value: float | None, digits: int = 1) -> str:
 
 
 def markdown_table(results: list[PeerResult], *, error_chars: int = 90) -> str:
-    """The README's table: one row per case and system, ratios against the same case's floor.
+    """The README's table: one row per case and system, ratios against the same case's bare floor.
 
     :param results: Every run, any order; rows come out by case (as first seen) then :data:`SYSTEMS`.
     :param error_chars: Longest error text kept in a cell (the rest becomes ``…``).
     """
     header = (
-        "| steps × result | system | finished | wall ms/step | worker work ms/step | work / floor "
-        "| worker CPU ms/step | history KB/step |\n|---|---|---|---:|---:|---:|---:|---:|"
+        "| steps × result | system | finished | wall ms/step | wall / bare | worker work ms/step | work / bare "
+        "| worker CPU ms/step | history KB/step |\n|---|---|---|---:|---:|---:|---:|---:|---:|"
     )
     cases = list(dict.fromkeys((r.steps, r.result_bytes) for r in results))
     order = {name: i for i, name in enumerate(SYSTEMS)}
@@ -106,15 +107,16 @@ def markdown_table(results: list[PeerResult], *, error_chars: int = 90) -> str:
             (r for r in results if (r.steps, r.result_bytes) == (steps, size)),
             key=lambda r: order.get(r.system, len(order)),
         )
-        floor = next((r for r in group if r.system == "floor" and r.work_ms), None)
+        bare = next((r for r in group if r.system == SYSTEMS[0] and r.work_ms), None)
         for r in group:
-            ratio = f"{r.work_ms / floor.work_ms:.2f}×" if (floor and r.work_ms is not None) else "–"
+            ratio = f"{r.work_ms / bare.work_ms:.2f}×" if (bare and r.work_ms is not None) else "–"
+            wall_ratio = f"{r.wall_ms / bare.wall_ms:.2f}×" if (bare and bare.wall_ms and r.wall_ms) else "–"
             status = r.status.replace("|", "/")
             if len(status) > error_chars:
                 status = status[: error_chars - 1] + "…"
             history_kb = None if r.history_bytes is None else r.history_bytes / 1024
             rows.append(
-                f"| {steps} × {size_label(size)} | {r.system} | {status} | {_num(r.wall_ms)} | {_num(r.work_ms)} "
+                f"| {steps} × {size_label(size)} | {r.system} | {status} | {_num(r.wall_ms)} | {wall_ratio} | {_num(r.work_ms)} "
                 f"| {ratio} | {_num(r.cpu_ms)} | {_num(history_kb)} |"
             )
     return "\n".join(rows)

@@ -1,6 +1,7 @@
 """The peers side by side: one agent task on one dev server and one scripted model, in one run.
 
-Systems: the bare floor (bench.floor_workflow), our agent, pydantic-ai's durable agent
+Systems: the bare floor (bench/bare_floor.py, a hand-written loop on temporalio alone), our
+activities with no agent logic (bench.floor_workflow, "floor"), our agent, pydantic-ai's durable agent
 (``TemporalDurability``, the successor of ``TemporalAgent``) and Temporal's OpenAI Agents
 integration (``OpenAIAgentsPlugin``). The task: the model calls ``big_text`` once a step for S
 steps (each call returns N bytes of text), then answers text.
@@ -10,7 +11,7 @@ starts the stack and the scripted model, scripts each run's model by name and st
 ``python -m bench.peers --child ...`` once per case and system; the child starts the worker, makes
 one short warm-up run, then the measured run, and prints one JSON line (bench.peer_common.PeerResult).
 Figures per step: wall time, worker-side work (workflow-task + activity spans from the history's
-timestamps) and its ratio to the floor, the worker process's CPU time, history bytes.
+timestamps) and its ratio to the bare floor, the worker process's CPU time, history bytes.
 
 A run that stops making progress (no new history event for ``--stall`` s) or passes ``--deadline``
 is reported as stalled with the reason Temporal records (a failing workflow task, an activity being
@@ -18,7 +19,8 @@ retried) and terminated; a run that fails is reported with its failure.
 
 Needs the ``[bench]`` extra: pip install -e '.[bench]'.
 
-Run: python -m bench.peers [--cases 20x2048,100x2048,40x51200] [--steps 10] [--systems floor,ours]
+Run: python -m bench.peers [--cases 20x2048,100x2048,40x51200] [--steps 10] [--systems bare,ours]
+     [--s3-latency [MS]] [--model-latency [MS]]
 """
 
 from __future__ import annotations
@@ -39,11 +41,12 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHistory
 from temporalio.service import RPCError
 
-from bench.common import bench_stack, chain_events, worker_spans
+from bench.common import add_latency_arguments, bench_stack, chain_events, latency_label, worker_spans
 from bench.peer_common import SYSTEMS, PeerResult, classify, markdown_table, script
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = {
+    "bare": "bench.peer_bare",
     "floor": "bench.peer_floor",
     "ours": "bench.peer_ours",
     "pydantic-ai": "bench.peer_pydantic_ai",
@@ -188,10 +191,10 @@ def _chain_spans(workflow_id: str, events: list) -> dict[str, float]:
         if event.event_id == 1:
             runs.append([])
         runs[-1].append(event)
-    total = {"workflow_task_ms": 0.0, "activity_ms": 0.0, "events": 0.0}
+    total: dict[str, float] = {"workflow_task_ms": 0.0, "activity_ms": 0.0, "events": 0.0}
     for run in runs:
         for key, value in worker_spans(WorkflowHistory(workflow_id, run)).items():
-            total[key] += value
+            total[key] = total.get(key, 0.0) + value
     return total
 
 
@@ -259,7 +262,8 @@ async def main(args: argparse.Namespace) -> None:
     print(f"peers, {datetime.date.today()}: {os.cpu_count()} cores, dev server, scripted model on loopback", flush=True)
     print(f"load before: {Path('/proc/loadavg').read_text().strip()}", flush=True)
     results: list[PeerResult] = []
-    with tempfile.TemporaryDirectory() as tmp, bench_stack() as (stack, scripted):
+    print(f"latencies: {latency_label(args.s3_latency, args.model_latency)}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp, bench_stack(args.s3_latency, args.model_latency) as (stack, scripted):
         address = stack.temporal.address
         client = await Client.connect(address)
         for steps, size in cases:
@@ -280,6 +284,7 @@ def _arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated, from {', '.join(SYSTEMS)}")
     parser.add_argument("--deadline", type=float, default=120.0, help="seconds a run may take in all")
     parser.add_argument("--stall", type=float, default=20.0, help="seconds a run may go without a new history event")
+    add_latency_arguments(parser)
     # The worker process's own arguments (set by the parent).
     parser.add_argument("--child", choices=SYSTEMS, help=argparse.SUPPRESS)
     parser.add_argument("--address", help=argparse.SUPPRESS)

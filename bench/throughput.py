@@ -9,10 +9,13 @@ noise. Per kind it prints runs/s (runs / seconds from the first start to the las
 the worker process's CPU per step (user + system from ``/proc/<pid>/stat``, every thread,
 the SDK's Rust core included), the dev server's CPU per step the same way, and the ratios ours/floor.
 
-(a) floor: ``FloorWorkflow`` (bench/floor_workflow.py), the same activities in a loop, no agent logic;
-(b) ours: ``AgentWorkflow`` with six no-op hooks, as in bench/step_overhead.py.
+(a) bare: bench/bare_floor.py, a hand-written loop on temporalio alone (httpx, plain dicts, the
+    SDK's default converter) in the same worker process on its own task queue: what ratios divide by;
+(b) our activities: ``FloorWorkflow`` (bench/floor_workflow.py), our activities in a loop, no agent logic;
+(c) ours: ``AgentWorkflow`` with six no-op hooks, as in bench/step_overhead.py.
 
 Run: python -m bench.throughput [--runs 50] [--steps 10] [--rounds 3] [--result-bytes 2048] [--profile DIR]
+     [--s3-latency [MS]] [--model-latency [MS]]
 
 ``--profile DIR`` then samples one more batch of each kind with py-spy and prints where the
 worker's Python time goes per step (bench/worker_profile.py).
@@ -34,7 +37,8 @@ from pathlib import Path
 from agent import Agent, ChatMessage
 from agent.client import connect
 from agent.dev.processes import ChildProcess
-from bench.common import bench_stack, serve_worker, start_bench_worker
+from bench.bare_floor import QUEUE_SUFFIX, bare_client, start_bare
+from bench.common import add_latency_arguments, bench_stack, latency_label, serve_worker, start_bench_worker
 from bench.floor_workflow import FloorWorkflow
 from bench.noop_hooks import SIX_NOOP_HOOKS
 from bench.worker_profile import print_split, recording
@@ -74,8 +78,15 @@ def worker_process(queue: str, log_dir: Path) -> Iterator[ChildProcess]:
         worker.stop()
 
 
-async def run_batch(client, scripted, queue: str, kind: str, runs: int, steps: int, result_bytes: int) -> int:
-    """Start ``runs`` runs of ``kind`` ("floor" or "agent") at once and wait for every result.
+#: The kinds, in table order; the first is the floor the ratios divide by.
+KINDS = ("bare", "floor", "agent")
+LABELS = {"bare": "bare", "floor": "our acts", "agent": "agent"}
+
+
+async def run_batch(clients, scripted, queue: str, kind: str, runs: int, steps: int, result_bytes: int) -> int:
+    """Start ``runs`` runs of ``kind`` (one of :data:`KINDS`) at once and wait for every result.
+
+    :param clients: A client with the project's converter and a plain one (for the bare floor).
 
     :returns: The steps the runs took in all. A model call that was retried (a heartbeat timeout
         on a loaded machine) takes one more scripted reply, so a run can end a step early.
@@ -85,7 +96,11 @@ async def run_batch(client, scripted, queue: str, kind: str, runs: int, steps: i
     for model in models:
         scripted.script(model, script(steps, result_bytes))
 
+    client, plain = clients
+
     async def one(model: str) -> int:
+        if kind == "bare":
+            return await (await start_bare(plain, queue + QUEUE_SUFFIX, f"bench-{model}", model)).result()
         if kind == "floor":
             handle = await client.start_workflow(
                 FloorWorkflow.run, args=[model, [big_text.spec], "go"], id=f"bench-{model}", task_queue=queue
@@ -101,14 +116,14 @@ async def run_batch(client, scripted, queue: str, kind: str, runs: int, steps: i
     return sum(done)
 
 
-async def measure(client, scripted, pids: tuple[int, int], queue: str, kind: str, args) -> dict[str, float]:
+async def measure(clients, scripted, pids: tuple[int, int], queue: str, kind: str, args) -> dict[str, float]:
     """One round of one kind: runs/s, and worker and server CPU ms per step (per step the runs took).
 
     :param pids: The worker's and the Temporal dev server's process ids.
     """
     cpu0 = [cpu_seconds(pid) for pid in pids]
     t0 = time.perf_counter()
-    total_steps = await run_batch(client, scripted, queue, kind, args.runs, args.steps, args.result_bytes)
+    total_steps = await run_batch(clients, scripted, queue, kind, args.runs, args.steps, args.result_bytes)
     wall = time.perf_counter() - t0
     worker_cpu, server_cpu = (cpu_seconds(pid) - c for pid, c in zip(pids, cpu0, strict=True))
     return {
@@ -120,63 +135,65 @@ async def measure(client, scripted, pids: tuple[int, int], queue: str, kind: str
 
 async def main(args) -> dict[str, dict[str, float]]:
     queue = f"bench-throughput-{uuid.uuid4().hex[:6]}"
-    with bench_stack() as (stack, scripted), tempfile.TemporaryDirectory() as tmp:
-        client = await connect(stack.temporal.address)
+    load_before = Path("/proc/loadavg").read_text().strip()
+    with bench_stack(args.s3_latency, args.model_latency) as (stack, scripted), tempfile.TemporaryDirectory() as tmp:
+        clients = (await connect(stack.temporal.address), await bare_client(stack.temporal.address))
         with worker_process(queue, Path(tmp)) as worker:
             pid, server_pid = worker.pid, stack.temporal.pid
             assert pid is not None and server_pid is not None
-            # Warm both paths (imports, sandboxes, connections) before measuring.
-            for kind in ("floor", "agent"):
-                await run_batch(client, scripted, queue, kind, 5, 3, args.result_bytes)
-            results: dict[str, list[dict[str, float]]] = {"floor": [], "agent": []}
+            # Warm every path (imports, sandboxes, connections) before measuring.
+            for kind in KINDS:
+                await run_batch(clients, scripted, queue, kind, 5, 3, args.result_bytes)
+            results: dict[str, list[dict[str, float]]] = {kind: [] for kind in KINDS}
             for r in range(args.rounds):
-                order = ("floor", "agent") if r % 2 == 0 else ("agent", "floor")
-                for kind in order:
-                    results[kind].append(await measure(client, scripted, (pid, server_pid), queue, kind, args))
+                for kind in KINDS[r % len(KINDS) :] + KINDS[: r % len(KINDS)]:
+                    results[kind].append(await measure(clients, scripted, (pid, server_pid), queue, kind, args))
             if args.profile:
                 # Apart from the measured rounds: the sampler itself costs the worker CPU.
                 args.profile.mkdir(parents=True, exist_ok=True)
-                files = {kind: args.profile / f"{kind}.txt" for kind in ("floor", "agent")}
+                files = {kind: args.profile / f"{kind}.txt" for kind in KINDS}
                 profiled_steps = {}
                 for kind, out in files.items():
                     with recording(pid, out):
                         profiled_steps[kind] = await run_batch(
-                            client, scripted, queue, kind, args.runs, args.steps, args.result_bytes
+                            clients, scripted, queue, kind, args.runs, args.steps, args.result_bytes
                         )
     keys = ("runs_per_s", "cpu_ms_per_step", "server_cpu_ms_per_step")
-    floor = {k: statistics.median(r[k] for r in results["floor"]) for k in keys}
-    ours = {k: statistics.median(r[k] for r in results["agent"]) for k in keys}
+    medians = {kind: {k: statistics.median(r[k] for r in results[kind]) for k in keys} for kind in KINDS}
+    bare = medians["bare"]
     print(
         f"throughput, {args.runs} concurrent runs x {args.steps} steps, {args.result_bytes} B results, "
-        f"{args.rounds} rounds (medians); one worker process; dev server on loopback, scripted model"
-    )
-    print(f"{'':28}{'floor':>10}{'agent':>10}{'ratio':>8}")
-    print(
-        f"{'runs/s':28}{floor['runs_per_s']:>10.2f}{ours['runs_per_s']:>10.2f}{ours['runs_per_s'] / floor['runs_per_s']:>8.2f}"
+        f"{args.rounds} rounds (medians); one worker process; dev server, scripted model, "
+        f"{latency_label(args.s3_latency, args.model_latency)}"
     )
     print(
-        f"{'worker CPU ms per step':28}{floor['cpu_ms_per_step']:>10.2f}{ours['cpu_ms_per_step']:>10.2f}"
-        f"{ours['cpu_ms_per_step'] / floor['cpu_ms_per_step']:>8.2f}"
+        f"{'':28}"
+        + "".join(f"{LABELS[k]:>10}" for k in KINDS)
+        + "".join(f"{LABELS[k] + '/bare':>15}" for k in KINDS[1:])
     )
-    print(
-        f"{'server CPU ms per step':28}{floor['server_cpu_ms_per_step']:>10.2f}{ours['server_cpu_ms_per_step']:>10.2f}"
-        f"{ours['server_cpu_ms_per_step'] / floor['server_cpu_ms_per_step']:>8.2f}"
-    )
+    for key, label in (
+        ("runs_per_s", "runs/s"),
+        ("cpu_ms_per_step", "worker CPU ms per step"),
+        ("server_cpu_ms_per_step", "server CPU ms per step"),
+    ):
+        figures = "".join(f"{medians[k][key]:>10.2f}" for k in KINDS)
+        ratios = "".join(f"{medians[k][key] / bare[key]:>15.2f}" for k in KINDS[1:])
+        print(f"{label:28}{figures}{ratios}")
     per_round = ", ".join(
-        f"{a['runs_per_s'] / f['runs_per_s']:.2f}/{a['cpu_ms_per_step'] / f['cpu_ms_per_step']:.2f}"
-        for f, a in zip(results["floor"], results["agent"], strict=True)
+        f"{a['runs_per_s'] / b['runs_per_s']:.2f}/{a['cpu_ms_per_step'] / b['cpu_ms_per_step']:.2f}"
+        for b, a in zip(results["bare"], results["agent"], strict=True)
     )
-    print(f"per round (runs/s ratio / CPU ratio): {per_round}")
-    print(f"load average: {Path('/proc/loadavg').read_text().strip()}")
-    print("targets: runs/s ratio >= 0.95, worker CPU ratio <= 1.30")
+    print(f"per round, agent/bare (runs/s ratio / CPU ratio): {per_round}")
+    print(f"load average before: {load_before}; after: {Path('/proc/loadavg').read_text().strip()}")
+    print("targets (agent/bare): runs/s ratio >= 0.95, worker CPU ratio <= 1.20")
     if args.profile:
         print_split(files, profiled_steps)
-    return {"floor": floor, "agent": ours}
+    return medians
 
 
 async def serve(queue: str) -> None:
     """The worker process: the bench tools and ``FloorWorkflow`` beside the agent's own, until SIGTERM."""
-    await serve_worker(queue, BENCH_TOOLS, [FloorWorkflow])
+    await serve_worker(queue, BENCH_TOOLS, [FloorWorkflow], with_bare=True)
 
 
 if __name__ == "__main__":
@@ -191,6 +208,7 @@ if __name__ == "__main__":
         metavar="DIR",
         help="after the rounds, sample one batch of each kind with py-spy into DIR",
     )
+    add_latency_arguments(parser)
     parser.add_argument("--serve", metavar="QUEUE", help="run the bench worker on QUEUE (used by the bench itself)")
     args = parser.parse_args()
     if args.serve:

@@ -23,6 +23,7 @@ class ToolSpec(BaseModel):
     :param name: The name the model calls it by.
     :param description: What it does (the function's docstring by default).
     :param parameters: JSON schema of its arguments.
+    :param local: Run each call as a Temporal local activity (see :class:`Tool`).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -30,6 +31,7 @@ class ToolSpec(BaseModel):
     name: str
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    local: bool = False
 
 
 class ToolContext(BaseModel):
@@ -78,10 +80,23 @@ class Tool:
     :param function: The function to run (sync or async), on the worker.
     :param name: Defaults to the function's name.
     :param description: Defaults to the function's docstring.
+    :param local: Run each call as a Temporal *local activity*: in the worker that runs the
+        workflow task, recorded as one marker when the task completes, with no activity task to
+        schedule and poll (a step a few ms faster on a loaded server). The trade-off: a call is not
+        visible as a pending activity, sends no heartbeats (a crashed worker is noticed by the
+        workflow task timeout, and the call runs again, as any tool may), cannot be cancelled
+        mid-call, and a long one holds the run's workflow task. For short, idempotent tools only
+        (a lookup, a calculation; seconds at most). See docs/benchmarks.md.
     :raises ValueError: If a parameter has no type hint, or the function takes ``*args``/``**kwargs``.
     """
 
-    def __init__(self, function: Callable[..., Any], name: str | None = None, description: str | None = None) -> None:
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        name: str | None = None,
+        description: str | None = None,
+        local: bool = False,
+    ) -> None:
         self.function = function
         self.is_async = inspect.iscoroutinefunction(function)
         self.arguments_model = _arguments_model(function)
@@ -91,6 +106,7 @@ class Tool:
             name=name or function.__name__,
             description=description or inspect.cleandoc(function.__doc__ or "").strip(),
             parameters=schema,
+            local=local,
         )
 
     @property
@@ -180,12 +196,18 @@ def _arguments_model(function: Callable[..., Any]) -> type[BaseModel]:
     return create_model(f"{function.__name__}_arguments", **fields)
 
 
-def tool(function: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None) -> Any:
+def tool(
+    function: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    local: bool = False,
+) -> Any:
     """Decorator: turn a typed, documented function into a :class:`Tool`.
 
-    Use as ``@tool`` or ``@tool(name=..., description=...)``. The result is still callable
-    like the function.
+    Use as ``@tool`` or ``@tool(name=..., description=..., local=True)`` (``local``: see
+    :class:`Tool`). The result is still callable like the function.
     """
     if function is None:
-        return lambda f: Tool(f, name=name, description=description)
-    return Tool(function, name=name, description=description)
+        return lambda f: Tool(f, name=name, description=description, local=local)
+    return Tool(function, name=name, description=description, local=local)

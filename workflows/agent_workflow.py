@@ -49,7 +49,6 @@ with workflow.unsafe.imports_passed_through():
     from hooks.context import RunContext
     from hooks.family import register_family_handlers
     from hooks.protocol import TASK_RETRYING_ERRORS, HasMemory, OffloadsInToolActivity
-    from workflows.children import call_tool_or_sub_agent
     from workflows.conversation import Conversation, MessageRefused
     from workflows.failures import (
         EXIT_TEXT,
@@ -61,6 +60,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.mcp_tools import RunMCPTools
     from workflows.spans import hook_point_span, hook_span, model_call_span, run_span, tool_call_span
     from workflows.stored_conversation import StoredConversation
+    from workflows.tool_dispatch import run_tool_call
     from workflows.turns import DEFAULT_CANCEL_REASON, ConversationTurns
 
 
@@ -275,7 +275,7 @@ class AgentWorkflow(ConversationTurns):
                 raise asyncio.CancelledError() from err
             raise model_call_failure(err, agent.model_retry_timeout) from err
         reply = output.message
-        self._conversation.record(sent, reply, output.conversation_head)
+        self._conversation.record(sent, reply, output.conversation_head, output.conversation_covers_reply)
         state.set("messages", [reply])
         if isinstance(usage := reply.meta.get("usage"), dict):
             state.set("token_usage", add_usage(state.data.get("token_usage") or {}, usage))
@@ -347,7 +347,7 @@ class AgentWorkflow(ConversationTurns):
         bound = asyncio.Semaphore(agent.max_concurrent_tool_calls)
 
         async def run_one(index: int, call: ToolCall) -> ChatMessage:
-            if agent.tool_spec(call.tool_name) is None:
+            if (spec := agent.tool_spec(call.tool_name)) is None:
                 available = ", ".join(t.name for t in agent.tool_specs)
                 return ChatMessage.from_tool(
                     f"Unknown tool '{call.tool_name}'. Available tools: {available}.", origin=call, error=True
@@ -368,9 +368,7 @@ class AgentWorkflow(ConversationTurns):
             )
             async with bound, tool_call_span(call, step):
                 output = await self._cancellable(
-                    self._mcp.call(request)
-                    if self._mcp.serves(call.tool_name)
-                    else call_tool_or_sub_agent(agent, request)
+                    run_tool_call(agent, spec, request, self._mcp)
                 )
             message = ChatMessage.from_tool(output.result, origin=call, error=output.error, meta=output.meta)
             if call.id is not None:

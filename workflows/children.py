@@ -1,8 +1,7 @@
 """Sub-agents as child workflows (DESIGN.md "Composition"): the run loop's tool dispatch.
 
-The run loop hands every tool call to :func:`call_tool_or_sub_agent`. A call of an ordinary tool
-is the ``invoke_tool`` activity, as before; a call of an agent tool (``Agent.as_tool``) runs the
-sub-agent as a child ``AgentWorkflow``:
+The run loop's dispatch (``workflows/tool_dispatch.py``) hands a call of an agent tool
+(``Agent.as_tool``) to :func:`run_sub_agent`, which runs the sub-agent as a child ``AgentWorkflow``:
 
 - its run id is :func:`child_run_id` (``{parent run id}/{call key}``), and starting it is a
   command in the parent's history, so a replay, a new worker or a retried workflow task of the
@@ -35,7 +34,7 @@ from temporalio.exceptions import ChildWorkflowError, FailureError, WorkflowAlre
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.tool_invocation import ToolInvocationInput, ToolInvocationOutput, call_tool
+    from activities.tool_invocation import ToolInvocationInput, ToolInvocationOutput
     from core.agent_tool import INPUT_PARAMETER
     from core.messages import ChatMessage
     from core.payloads import EXIT_CANCELLED, AgentRunInput, AgentRunResult, add_usage
@@ -51,18 +50,6 @@ SUB_AGENT_META_KEY = "sub_agent"
 def child_run_id(parent_run_id: str, call_key: str) -> str:
     """The run id of the child that answers the call ``call_key`` of run ``parent_run_id``."""
     return f"{parent_run_id}/{call_key}"
-
-
-async def call_tool_or_sub_agent(agent: AgentSpec, request: ToolInvocationInput) -> ToolInvocationOutput:
-    """Run one tool call: the sub-agent's child run for an agent tool, else the ``invoke_tool`` activity.
-
-    :param agent: The calling run's spec (its ``sub_agents`` say which tools are agents).
-    :param request: The call, as the run loop built it.
-    """
-    sub_agent = agent.sub_agents.get(request.tool_call.tool_name)
-    if sub_agent is None:
-        return await call_tool(request)
-    return await run_sub_agent(request, sub_agent)
 
 
 async def run_sub_agent(request: ToolInvocationInput, sub_agent: dict[str, Any]) -> ToolInvocationOutput:

@@ -1,7 +1,8 @@
 """Which prefix of the conversation the worker already stores (deterministic workflow code).
 
 After each model call the activity may return a ``conversation_head``: the digest of the
-stored conversation up to and including the reply. The next call then sends only the
+stored conversation up to the messages it was sent (or, from older workers, up to and including
+the reply, ``conversation_covers_reply``). The next call then sends only the
 messages after the longest stored prefix that hooks left untouched; a hook that rewrites
 earlier messages (compaction, a confirmation that edits a call) just moves that point back.
 """
@@ -40,10 +41,11 @@ class StoredConversation:
         count, head = self._boundaries[-1]
         return head, messages[count:]
 
-    def record(self, sent: list[ChatMessage], reply: ChatMessage, head: str | None) -> None:
-        """After a model call over ``sent``: the worker stored ``sent + [reply]`` as ``head``."""
+    def record(self, sent: list[ChatMessage], reply: ChatMessage, head: str | None, covers_reply: bool = True) -> None:
+        """After a model call over ``sent``: the worker stored ``sent`` (and ``reply`` when
+        ``covers_reply``) as ``head``."""
         if head is None:
             self._boundaries.clear()
             return
-        self._covered = [*sent, reply]
+        self._covered = [*sent, reply] if covers_reply else list(sent)
         self._boundaries.append((len(self._covered), head))

@@ -141,7 +141,7 @@ def _completion(
     }
 
 
-def _handler(script: _Script) -> type[BaseHTTPRequestHandler]:
+def _handler(script: _Script, latency: float) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -191,6 +191,8 @@ def _handler(script: _Script) -> type[BaseHTTPRequestHandler]:
             body = self._body()
             model = body.get("model", "")
             entry = script.next(model, body)
+            if latency:  # a real model's time to first byte
+                time.sleep(latency)
             if entry is not None and "hold_until" in entry:
                 _hold(entry["hold_until"])
             if entry is not None and "error" in entry:
@@ -215,11 +217,16 @@ class ScriptedModelServer:
     """The scripted model on ``127.0.0.1``; start it in-process with :meth:`start`.
 
     :param port: 0 picks a free port.
+    :param latency: Seconds each completion waits before it answers (a real model's time to first
+        byte; the benchmarks' ``--model-latency``). 0: at once.
+    :raises ValueError: On a negative latency.
     """
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, latency: float = 0.0) -> None:
+        if latency < 0:
+            raise ValueError(f"latency must be at least 0 seconds, got {latency}.")
         self._script = _Script()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self._script))
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self._script, latency))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 

@@ -58,7 +58,8 @@ def test_classify_a_run_past_its_deadline_is_stalled_even_while_progressing():
 
 def test_parse_cases_and_systems():
     assert parse_cases("20x2048, 40X51200") == [(20, 2048), (40, 51200)]
-    assert parse_systems("ours,floor") == ["floor", "ours"]  # table order, floor first
+    assert parse_systems("ours,floor") == ["floor", "ours"]  # table order
+    assert parse_systems("ours,bare") == ["bare", "ours"]  # the bare floor first
 
 
 @pytest.mark.parametrize("text", ["20", "20x", "x2048", "0x2048", "20x-1", "", " , "])
@@ -93,7 +94,7 @@ def _result(system, work_ms, **kw):
     return PeerResult(**(base | kw))
 
 
-def test_table_rows_by_case_then_system_with_ratio_to_that_cases_floor():
+def test_table_rows_by_case_then_system_with_ratio_to_that_cases_bare_floor():
     stalled = _result(
         "pydantic-ai",
         120.0,
@@ -103,22 +104,23 @@ def test_table_rows_by_case_then_system_with_ratio_to_that_cases_floor():
         cpu_ms=None,
         error="workflow task failing: [TMPRL1103] payload | too big",
     )
-    other_case = _result("floor", 10.0, steps=20, result_bytes=2048)
-    table = markdown_table([stalled, _result("ours", 30.0), other_case, _result("floor", 60.0)])
+    other_case = _result("bare", 10.0, steps=20, result_bytes=2048)
+    table = markdown_table([stalled, _result("ours", 30.0), other_case, _result("bare", 60.0, wall_ms=50.0)])
     lines = table.splitlines()
-    assert lines[0].startswith("| steps × result | system | finished |")
+    assert lines[0].startswith("| steps × result | system | finished | wall ms/step | wall / bare |")
     body = lines[2:]
-    assert [line.split(" | ")[1] for line in body] == ["floor", "ours", "pydantic-ai", "floor"]
-    assert "| 0.50× |" in body[1]  # ours 30 ms over this case's floor, 60 ms (not the other case's 10)
+    assert [line.split(" | ")[1] for line in body] == ["bare", "ours", "pydantic-ai", "bare"]
+    assert "| 0.50× |" in body[1]  # ours 30 ms over this case's bare floor, 60 ms (not the other case's 10)
+    assert "| 100.0 | 2.00× |" in body[1]  # wall 100 ms over the bare floor's 50
     assert "| 2.00× |" in body[2]
     assert "stalled at step 39/40: workflow task failing: [TMPRL1103] payload / too big" in body[2]  # pipe escaped
-    assert "| – | 120.0 | 2.00× | – | 10.0 |" in body[2]  # no wall or CPU for an unfinished run
-    assert body[3].startswith("| 20 × 2 KiB | floor | finished |")
+    assert "| – | – | 120.0 | 2.00× | – | 10.0 |" in body[2]  # no wall or CPU for an unfinished run
+    assert body[3].startswith("| 20 × 2 KiB | bare | finished |")
 
 
 def test_table_without_a_floor_has_no_ratio():
     table = markdown_table([_result("ours", 30.0)])
-    assert "| – | 20.0 |" in table.splitlines()[2]
+    assert "| 100.0 | – | 30.0 | – | 20.0 |" in table.splitlines()[2]
 
 
 def test_table_cuts_long_errors():

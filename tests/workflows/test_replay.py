@@ -24,19 +24,36 @@ RUN_LOOP_HISTORY = HISTORIES / "run_loop.json"
 OFFLOAD_HISTORY = HISTORIES / "offload_conversation.json"
 #: A worker without a conversation store: every model input carries the whole conversation.
 WHOLE_CONVERSATION_HISTORY = HISTORIES / "run_loop_whole_conversation.json"
+#: A ``Tool(local=True)``: its calls are local-activity markers, not activity tasks.
+LOCAL_TOOL_HISTORY = HISTORIES / "run_loop_local_tool.json"
 
 
 def replayer() -> Replayer:
     return Replayer(workflows=[AgentWorkflow], plugins=[AgentPlugin()])
 
 
-@pytest.mark.parametrize("path", [RUN_LOOP_HISTORY, OFFLOAD_HISTORY, WHOLE_CONVERSATION_HISTORY], ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", [RUN_LOOP_HISTORY, OFFLOAD_HISTORY, WHOLE_CONVERSATION_HISTORY, LOCAL_TOOL_HISTORY], ids=lambda p: p.stem
+)
 async def test_replay_committed_history(path):
     data = json.loads(path.read_text())
     history = WorkflowHistory.from_json(data["workflow_id"], data["history"])
     assert len(history.events) > 20  # a real run: hooks, tool steps, a text exit
     result = await replayer().replay_workflow(history)
     assert result.replay_failure is None
+
+
+def test_local_tool_history_runs_its_calls_as_local_activities():
+    """The local-tool history is what it says: ``add`` calls are markers, ``echo`` an activity task."""
+    events = json.loads(LOCAL_TOOL_HISTORY.read_text())["history"]["events"]
+    kinds = [e["eventType"] for e in events]
+    scheduled = [
+        e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+        for e in events
+        if "activityTaskScheduledEventAttributes" in e
+    ]
+    assert kinds.count("EVENT_TYPE_MARKER_RECORDED") == 1  # add (its second call has invalid arguments)
+    assert scheduled.count("invoke_tool") == 1  # echo
 
 
 async def test_replay_detects_a_changed_workflow():
@@ -53,6 +70,7 @@ async def record(address: str) -> None:
     from activities.model import ModelActivities
     from agent.client import connect
     from agent.dev.scripted_model import ScriptedModelServer
+    from core.tools import Tool
     from tests import tools as t
     from tests.workflows.test_run_loop import ALL_TRACE_HOOKS, TRACE
     from worker import create_worker
@@ -86,6 +104,16 @@ async def record(address: str) -> None:
                 await handle.result()
                 history = await handle.workflow.fetch_history()
             write_history(path, run_id, history)
+
+        # The same run with ``add`` as a local tool (its call is a local activity).
+        run_id = "replay-local-tool"
+        scripted.script(run_id, replies)
+        local_add = Tool(t.add.function, name="add", local=True)
+        agent = Agent(model=run_id, tools=[local_add, t.echo], hooks=hooks, state_schema=TRACE, system_prompt="sys")
+        async with create_worker(client, tools=t.TEST_TOOLS, task_queue=run_id):
+            handle = await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=run_id)
+            await handle.result()
+            write_history(LOCAL_TOOL_HISTORY, run_id, await handle.workflow.fetch_history())
 
         from hooks.tool_result_offloading import OffloadOverChars, S3ToolResultStore, ToolResultOffloadHook
 
@@ -125,4 +153,4 @@ if __name__ == "__main__":
     from tests.support.history_recording import record_in_dev_stack
 
     record_in_dev_stack(record)
-    print(f"recorded {RUN_LOOP_HISTORY}, {WHOLE_CONVERSATION_HISTORY} and {OFFLOAD_HISTORY}")
+    print(f"recorded {RUN_LOOP_HISTORY}, {WHOLE_CONVERSATION_HISTORY}, {LOCAL_TOOL_HISTORY} and {OFFLOAD_HISTORY}")
