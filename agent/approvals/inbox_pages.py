@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from temporalio.service import RPCError
 
+from agent.approvals import link_pages
 from agent.approvals.decisions import (
     ConfirmationError,
     DecisionRefusedError,
@@ -48,6 +49,7 @@ def routes(inbox: InboxContext) -> list[Route]:
         Route("/runs/{run_id:str}/calls/{call_id:str}", pages.call_page),
         Route("/runs/{run_id:str}/calls/{call_id:str}/decide", pages.decide, methods=["POST"]),
         Route("/runs/{run_id:str}/calls/{call_id:str}/state", pages.call_state),
+        *link_pages.routes(inbox),
     ]
 
 
