@@ -11,7 +11,7 @@ was issued to, bound to the call's arguments hash. What is refused, and where:
 - the call already decided (by this link, its twin, anyone) or expired (on_timeout applied): 409,
   the run's validator says which;
 - an approver the call no longer accepts (it was escalated to others since): 409, the validator;
-- a run that is gone: 404.
+- a run that has finished (every call of it decided): 409, "already decided".
 
 Links need ``AGENT_APPROVAL_LINK_SECRET`` in the inbox's environment (the key the workers sign
 with); without it every link is a 404 that says so. The link is its own credential: the inbox's
@@ -104,7 +104,7 @@ class LinkPages(InboxPages):
         except DecisionRefusedError as err:
             return await self._page(request, claims, error=str(err), status=409)
         except UnknownRunError as err:
-            return await self._page(request, claims, error=f"The run is no longer waiting ({err}).", status=409)
+            return await self._page(request, claims, error=f"This call was already decided: the run is no longer waiting ({err}).", status=409)
         except RunNotAnsweringError as err:
             return await self._page(request, claims, error=str(err), status=504)
         except ConfirmationError as err:
