@@ -104,7 +104,12 @@ class LinkPages(InboxPages):
         except DecisionRefusedError as err:
             return await self._page(request, claims, error=str(err), status=409)
         except UnknownRunError as err:
-            return await self._page(request, claims, error=f"This call was already decided: the run is no longer waiting ({err}).", status=409)
+            return await self._page(
+                request,
+                claims,
+                error=f"This call was already decided: the run is no longer waiting ({err}).",
+                status=409,
+            )
         except RunNotAnsweringError as err:
             return await self._page(request, claims, error=str(err), status=504)
         except ConfirmationError as err:

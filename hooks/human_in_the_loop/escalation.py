@@ -22,6 +22,7 @@ from temporalio import workflow
 
 from hooks.human_in_the_loop.dataclasses import PendingConfirmation
 from hooks.human_in_the_loop.registry import ConfirmationRegistry, approver_list
+from hooks.human_in_the_loop.wire import CONFIRMATION_TIMER_PREFIX, ESCALATION_TIMER_PREFIX
 
 
 class Escalation:
@@ -95,20 +96,20 @@ async def wait_for_decision(
     call_id = request.tool_call_id
     waited = timedelta(0)
     for number, step in enumerate(steps, start=1):
-        if await _decided_within(registry, call_id, step.after - waited, request.tool_name):
+        summary = f"{ESCALATION_TIMER_PREFIX}{request.tool_name} ({call_id}) to {', '.join(step.approvers)}"
+        if await _decided_within(registry, call_id, step.after - waited, summary):
             return True
         waited = step.after
         escalated = registry.escalate(call_id, step.approvers)
         on_escalate(escalated, number)
-    return await _decided_within(registry, call_id, timeout - waited, request.tool_name)
+    summary = f"{CONFIRMATION_TIMER_PREFIX}{request.tool_name} ({call_id})"
+    return await _decided_within(registry, call_id, timeout - waited, summary)
 
 
-async def _decided_within(registry: ConfirmationRegistry, call_id: str, wait: timedelta, tool_name: str) -> bool:
+async def _decided_within(registry: ConfirmationRegistry, call_id: str, wait: timedelta, summary: str) -> bool:
     try:
         await workflow.wait_condition(
-            lambda: registry.decision(call_id) is not None,
-            timeout=wait,
-            timeout_summary=f"confirmation of {tool_name} ({call_id})",
+            lambda: registry.decision(call_id) is not None, timeout=wait, timeout_summary=summary
         )
     except TimeoutError:
         return False
