@@ -119,7 +119,11 @@ async def test_a_link_is_refused_once_the_call_was_escalated_away(client, worker
     async with http(app) as browser:
         refused = await use(browser, link(pending, run_id, "confirm", "ann"))
         accepted = await use(browser, link(pending, run_id, "confirm", "lead"))
-    assert refused.status_code == 409 and "Approver &#39;ann&#39; may not decide" in refused.text and "lead" in refused.text
+    assert (
+        refused.status_code == 409
+        and "Approver &#39;ann&#39; may not decide" in refused.text
+        and "lead" in refused.text
+    )
     assert accepted.status_code == 200 and 'data-testid="link-done"' in accepted.text
     await handle.result()
 
