@@ -21,6 +21,9 @@ CONTRACT = {
         "ConfirmationUI",
         "SimpleConsoleUI",
         "RichConsoleUI",
+        "RulePolicy",
+        "Escalation",
+        "WebhookNotifier",
     ],
     "hooks.tool_result_offloading": [
         "ToolResultOffloadHook",
