@@ -117,7 +117,9 @@ async def test_a_link_is_refused_once_the_call_was_escalated_away(client, worker
         handle.pending_confirmations, lambda found: found and found[0].escalations == 1, message="never escalated"
     )
     async with http(app) as browser:
-        refused = await use(browser, link(pending, run_id, "confirm", "ann"))
+        shown = await browser.get(link(pending, run_id, "confirm", "ann"))
+        assert 'data-testid="link-superseded"' in shown.text and 'data-testid="link-button"' not in shown.text
+        refused = await use(browser, link(pending, run_id, "confirm", "ann"))  # a form sent anyway
         accepted = await use(browser, link(pending, run_id, "confirm", "lead"))
     assert (
         refused.status_code == 409
