@@ -6,6 +6,9 @@ the policies, ``BlockingConfirmationStrategy``, ``ConfirmationUI``, ``SimpleCons
 ``DurableConfirmationStrategy`` (and ``BlockingConfirmationStrategy``, which also names the UI the
 approver is asked through) waits in the workflow for a decision sent by Signal
 (``tool_decision``) or validated Update (``submit_tool_decision``), for as long as it takes.
+
+Approval routing: ``RulePolicy`` (a CEL rule over ``args`` and ``tool``), ``Escalation`` steps
+on a strategy, and ``WebhookNotifier`` (signed events with one-time approve/reject links).
 """
 
 from core.tool_records import CONFIRMATION_KEY, arguments_sha256
