@@ -33,7 +33,12 @@ from core.wire import (
     WAITING_FOR_USER_MEMO_KEY,
 )
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, ToolDecision
-from hooks.human_in_the_loop.wire import SUBMIT_TOOL_DECISION_UPDATE, TOOL_DECISION_SIGNAL
+from hooks.human_in_the_loop.wire import (
+    CONFIRMATION_TIMER_PREFIX,
+    ESCALATION_TIMER_PREFIX,
+    SUBMIT_TOOL_DECISION_UPDATE,
+    TOOL_DECISION_SIGNAL,
+)
 
 ItemKind = Literal[
     "run_started",
@@ -45,6 +50,8 @@ ItemKind = Literal[
     "tool_failed",
     "decision_sent",
     "decision_recorded",
+    "approval_escalated",
+    "approval_timed_out",
     "message_received",
     "turn_started",
     "turn_ended",
@@ -78,6 +85,9 @@ class HistoryItem:
     :param via: ``decision_sent``: ``update`` or ``signal`` (a Signal is in history even when the
         run ignored it).
     :param record: ``decision_recorded``: the audit record the run returned for an Update.
+    :param summary: ``approval_escalated``/``approval_timed_out``: the confirmation timer's summary
+        (``confirmation of add (call_1)``, ``escalation of add (call_1) to lead``). A timeout is
+        no one's decision: ``on_timeout`` applied.
     :param message: ``*_failed`` and ``run_ended``: the failure or ending, in one line.
     :param ending: ``run_ended``: ``completed``, ``failed``, ``continued as new``, ...
     :param user_message: ``message_received``: the person's message (None if unreadable); ``via``
@@ -110,6 +120,7 @@ class HistoryItem:
     preview: str = ""
     scheduled_by: int = 0
     base_run_id: str = ""
+    summary: str = ""
 
 
 def describe_failure(failure: Failure) -> str:
@@ -138,6 +149,7 @@ class HistoryDecoder:
         self.converter = converter
         self._models: dict[int, ModelCallInput | None] = {}
         self._tools: dict[int, ToolInvocationInput | None] = {}
+        self._timers: dict[int, str] = {}  # confirmation timers started, by event id: their summary
         self._messages: dict[str, UserMessage | None] = {}  # send_message Updates accepted, by update id
         #: The turn under way (None between turns), and the last turn that began.
         self._open_turn: int | None = None
@@ -178,6 +190,8 @@ class HistoryDecoder:
             return HistoryItem("run_started", at, run_input=run_input)
         if event.HasField("workflow_properties_modified_event_attributes"):
             return await self._turn_ended(event.workflow_properties_modified_event_attributes, at)
+        if event.HasField("timer_started_event_attributes") or event.HasField("timer_fired_event_attributes"):
+            return await self._confirmation_timer(event, at)
         if event.HasField("activity_task_scheduled_event_attributes"):
             attrs = event.activity_task_scheduled_event_attributes
             if attrs.activity_type.name == CHAT_COMPLETION_ACTIVITY:
@@ -256,6 +270,22 @@ class HistoryDecoder:
             if event.HasField(field):
                 return HistoryItem("run_ended", at, ending=ending, message=_ending_message(event, field))
         return None
+
+    async def _confirmation_timer(self, event: HistoryEvent, at: datetime | None) -> HistoryItem | None:
+        """A fired confirmation timer: the call expired (``approval_timed_out``) or was escalated."""
+        if event.HasField("timer_started_event_attributes"):
+            if event.user_metadata.HasField("summary"):
+                summary = await self._decode([event.user_metadata.summary], str)
+                if isinstance(summary, str) and summary.startswith(
+                    (CONFIRMATION_TIMER_PREFIX, ESCALATION_TIMER_PREFIX)
+                ):
+                    self._timers[event.event_id] = summary
+            return None
+        summary = self._timers.pop(event.timer_fired_event_attributes.started_event_id, None)
+        if summary is None:
+            return None
+        kind = "approval_timed_out" if summary.startswith(CONFIRMATION_TIMER_PREFIX) else "approval_escalated"
+        return HistoryItem(kind, at, summary=summary)
 
     async def _turn_ended_by_continue(self, event: HistoryEvent) -> list[HistoryItem]:
         """A session that continues as new right after a turn ends that turn there (the next run

@@ -36,6 +36,7 @@ from agent.workers import workers_of
 from core.payloads import RunHealth, RunStatus, TurnResult
 from core.wire import RUN_STATUS_QUERY, TURN_RESULT_QUERY
 from hooks.human_in_the_loop.dataclasses import PendingConfirmation
+from hooks.human_in_the_loop.wire import CONFIRMATION_TIMER_PREFIX, ESCALATION_TIMER_PREFIX
 
 #: How often the watcher polls the run.
 POLL_SECONDS = 0.5
@@ -324,6 +325,10 @@ class RunWatcher:
             self.out.line(f"  tool {self._call_text(item.tool_call)} {outcome}")
         elif item.kind == "tool_failed":
             self.out.line(f"  tool {self._call_text(item.tool_call)} failed: {_preview(item.message)}")
+        elif item.kind == "approval_timed_out":  # no one's decision: the strategy's on_timeout applied
+            self.out.line(f"  timed out, no one decided: {item.summary.removeprefix(CONFIRMATION_TIMER_PREFIX)}")
+        elif item.kind == "approval_escalated":
+            self.out.line(f"  escalated: {item.summary.removeprefix(ESCALATION_TIMER_PREFIX)}")
         elif item.kind == "decision_sent":
             # a signal the run refused is in history too: it was sent, not necessarily taken
             how = "decided" if item.via == "update" else "decision sent by signal"

@@ -121,6 +121,18 @@ class Settings(BaseSettings):
         "Name recorded as the approver when a CLI decision or agent dev's inbox names none (default: the OS user).",
         _TEXT,
     )
+    inbox_public_url: str | None = _setting(
+        "AGENT_INBOX_PUBLIC_URL",
+        None,
+        "Base URL people reach the inbox at; approval webhooks carry approve/reject links under it (unset: no links).",
+        "an http(s) URL",
+    )
+    approval_link_secret: SecretStr | None = _setting(
+        "AGENT_APPROVAL_LINK_SECRET",
+        None,
+        "Key that signs approval links; the workers and the inbox must share it (secret; unset: no links).",
+        "at least 32 characters",
+    )
     # S3 (boto3 reads the AWS_* variables itself as well)
     aws_endpoint_url_s3: str | None = _setting(
         "AWS_ENDPOINT_URL_S3", None, "S3 endpoint (MinIO, moto); boto3's own variable.", "a URL"
@@ -233,6 +245,20 @@ class Settings(BaseSettings):
     @classmethod
     def _lower(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value
+
+    @_field_validator("inbox_public_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"https?://[^/\s]+", value):
+            raise ValueError("must be an http(s) URL such as https://inbox.example.com")
+        return value.rstrip("/") if value is not None else None
+
+    @_field_validator("approval_link_secret")
+    @classmethod
+    def _long_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 32:
+            raise ValueError("must have at least 32 characters")
+        return value
 
     @classmethod
     def from_env(cls) -> Settings:

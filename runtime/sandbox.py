@@ -51,6 +51,8 @@ PASSTHROUGH_MODULES = (
     "boto3",
     "botocore",
     "jsonschema",
+    "cel",  # RulePolicy's CEL programs (a compiled extension, deterministic)
+    "standardwebhooks",
     "opentelemetry",  # the run loop's spans use the process's tracer provider (workflows/spans.py)
 )
 

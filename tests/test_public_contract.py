@@ -33,6 +33,9 @@ CONTRACT = {
         "ConfirmationUI",
         "SimpleConsoleUI",
         "RichConsoleUI",
+        "RulePolicy",
+        "Escalation",
+        "WebhookNotifier",
     ],
     "hooks.tool_result_offloading": [
         "ToolResultOffloadHook",

@@ -20,6 +20,7 @@ from typing import Any
 
 from temporalio.client import Client
 
+from agent.approvals.batch import decide_all
 from agent.approvals.decisions import (
     DEFAULT_TIMEOUT,
     ConfirmationError,
@@ -40,7 +41,7 @@ ARGS_WIDTH = 48
 _EXAMPLES = {
     "pending": "examples:\n  agent pending\n  agent pending --json --limit 50",
     "approve": "examples:\n  agent approve run-1 call_7f3\n  agent approve run-1 call_7f3 --approver ann\n"
-    "  agent approve --interactive run-1",
+    "  agent approve --interactive run-1\n  agent approve run-1 --all\n  agent approve run-1 --tool delete_file",
     "reject": 'examples:\n  agent reject run-1 call_7f3 --feedback "never in production"',
     "modify": 'examples:\n  agent modify run-1 call_8a1 --params \'{"a": 2, "b": 3}\'',
 }
@@ -107,6 +108,18 @@ def add_commands(subparsers: Any) -> None:
         help="walk the pending calls of RUN (default: of every waiting run), asking through the UI each run "
         "names (default SimpleConsoleUI): confirm, reject with a reason, or modify with the complete new "
         "arguments as JSON",
+    )
+    approve.add_argument(
+        "--all",
+        action="store_true",
+        help="confirm every call RUN is waiting on, each validated by the run on its own; prints the outcome per "
+        "call (exit 1 if any was refused or none waits)",
+    )
+    approve.add_argument(
+        "--tool",
+        default=None,
+        metavar="NAME",
+        help="confirm every waiting call of this tool in RUN (as --all, for one tool)",
     )
     approve.add_argument(
         "--ui",
@@ -236,7 +249,9 @@ async def _decide(args: argparse.Namespace, client: Client, action: str, **field
 
 
 async def cmd_approve(args: argparse.Namespace, client: Client) -> int:
-    """``agent approve RUN CALL``, or ``agent approve --interactive [RUN [CALL]]``."""
+    """``agent approve RUN CALL``, ``agent approve RUN --all`` / ``--tool NAME``, or ``agent approve --interactive [RUN [CALL]]``."""
+    if args.all or args.tool:
+        return await _approve_batch(args, client)
     if getattr(args, "interactive", False):
         ui = None
         if args.ui:
@@ -255,8 +270,8 @@ async def cmd_approve(args: argparse.Namespace, client: Client) -> int:
         )
     if not args.run or not args.call:
         print(
-            "error: agent approve needs RUN and CALL (see `agent pending`), or --interactive to walk the pending "
-            "calls through the run's confirmation UI",
+            "error: agent approve needs RUN and CALL (see `agent pending`), --all or --tool NAME to approve a run's "
+            "waiting calls at once, or --interactive to walk the pending calls through the run's confirmation UI",
             file=sys.stderr,
         )
         return 2
@@ -264,6 +279,37 @@ async def cmd_approve(args: argparse.Namespace, client: Client) -> int:
         print("error: --ui only applies with --interactive", file=sys.stderr)
         return 2
     return await _decide(args, client, "confirm")
+
+
+async def _approve_batch(args: argparse.Namespace, client: Client) -> int:
+    """``agent approve RUN --all`` / ``--tool NAME``: one decision per waiting call, one line per outcome."""
+    if not args.run or args.call or args.interactive or args.ui:
+        print("error: --all and --tool take RUN only (no CALL, --interactive or --ui)", file=sys.stderr)
+        return 2
+    refusal = await why_no_worker(client, args.run, "the decisions")
+    if refusal is not None:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 1
+    which = f"the waiting {args.tool} calls" if args.tool else "every waiting call"
+    try:
+        async with announce_if_slow(f"approving {which} of run {args.run} ..."):
+            outcomes = await decide_all(
+                client.get_workflow_handle(args.run),
+                approver=args.approver or default_approver(),
+                tool=args.tool,
+                timeout=timedelta(seconds=args.timeout),
+            )
+    except ConfirmationError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if not outcomes:
+        print(f"error: run {args.run} has no waiting call{f' of {args.tool}' if args.tool else ''}", file=sys.stderr)
+        return 1
+    for outcome in outcomes:
+        print(outcome.line())
+    accepted = sum(outcome.accepted for outcome in outcomes)
+    print(f"{accepted} of {len(outcomes)} approved in run {args.run}")
+    return 0 if accepted == len(outcomes) else 1
 
 
 async def cmd_reject(args: argparse.Namespace, client: Client) -> int:

@@ -1,6 +1,9 @@
 """The inbox's approval pages: the waiting calls of the namespace (``/``, rows refreshed by polling
-``/waiting/rows``) and one call (``/runs/{run}/calls/{call}``, with Approve, Reject with feedback
-and Modify, and ``.../state`` that the page polls).
+``/waiting/rows``), one call (``/runs/{run}/calls/{call}``, with Approve, Reject with feedback
+and Modify, and ``.../state`` that the page polls), "approve all" for a run
+(``POST /runs/{run}/approve-all``, :mod:`agent.approvals.batch`: each call decided and validated
+on its own, the outcome listed per call) and the one-time links of approval webhooks
+(:mod:`agent.approvals.link_pages`).
 
 Decisions go through the run's ``submit_tool_decision`` Update (``submit_decision``), so the
 run's validator is the one authority: unknown or already-decided calls, arguments failing the
@@ -19,6 +22,8 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from temporalio.service import RPCError
 
+from agent.approvals import link_pages
+from agent.approvals.batch import decide_all
 from agent.approvals.decisions import (
     ConfirmationError,
     DecisionRefusedError,
@@ -48,6 +53,8 @@ def routes(inbox: InboxContext) -> list[Route]:
         Route("/runs/{run_id:path}/calls/{call_id:str}", pages.call_page),
         Route("/runs/{run_id:path}/calls/{call_id:str}/decide", pages.decide, methods=["POST"]),
         Route("/runs/{run_id:path}/calls/{call_id:str}/state", pages.call_state),
+        Route("/runs/{run_id:path}/approve-all", pages.approve_all, methods=["POST"]),
+        *link_pages.routes(inbox),
     ]
 
 
@@ -103,6 +110,7 @@ class ApprovalPages(InboxPages):
             call_id=call_id,
             call=request_,
             approvers=getattr(request_, "approvers", None) if request_ else None,
+            waiting_count=len(pending),
             decided=decided,
             tool_name=tool_name,
             description=(request_.tool_description if request_ else "") or (spec.description if spec else ""),
@@ -133,8 +141,8 @@ class ApprovalPages(InboxPages):
         pending = await self.pending_of(run_id) if running else []
         return JSONResponse({"waiting": any(p.tool_call_id == call_id for p in pending)})
 
-    async def decide(self, request: Request) -> Response:
-        run_id, call_id = request.path_params["run_id"], request.path_params["call_id"]
+    async def _deciding(self, request: Request) -> tuple[str, dict[str, str]]:
+        """The approver of a decision POST and its form fields, after the CSRF and identity checks."""
         form = await request.form()
         if not self.csrf.check(request.cookies.get(CSRF_COOKIE), str(form.get(CSRF_FIELD) or "")):
             raise PageError(
@@ -145,7 +153,34 @@ class ApprovalPages(InboxPages):
         approver = self.identity.identify(request)
         if approver is None:
             raise PageError(401, "Who are you?", self.identity.how_to_sign_in())
-        fields = {key: str(value) for key, value in form.items() if key != CSRF_FIELD}
+        return approver, {key: str(value) for key, value in form.items() if key != CSRF_FIELD}
+
+    async def approve_all(self, request: Request) -> Response:
+        """Approve every call the run waits on, each validated by the run on its own; the page lists
+        the outcome per call."""
+        run_id = request.path_params["run_id"]
+        approver, _ = await self._deciding(request)
+        try:
+            outcomes = await decide_all(
+                self.client.get_workflow_handle(run_id), approver=approver, timeout=self.settings.decision_timeout
+            )
+        except UnknownRunError as err:
+            raise no_such_run(run_id) from err
+        except ConfirmationError as err:
+            raise PageError(502, "The run did not answer", str(err)) from err
+        accepted = sum(outcome.accepted for outcome in outcomes)
+        return self.render(
+            request,
+            "batch.html",
+            status=200 if accepted == len(outcomes) else 409,
+            run_id=run_id,
+            outcomes=outcomes,
+            accepted=accepted,
+        )
+
+    async def decide(self, request: Request) -> Response:
+        run_id, call_id = request.path_params["run_id"], request.path_params["call_id"]
+        approver, fields = await self._deciding(request)
         action = FORM_ACTIONS.get(fields.get("action", ""))
         if action is None:
             raise PageError(

@@ -39,7 +39,7 @@ from core.serialization import import_object, object_from_dict
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
 from hooks.human_in_the_loop.protocol import ConfirmationUI
 from hooks.human_in_the_loop.registry import approver_refusal
-from hooks.human_in_the_loop.strategies import as_ui_result
+from hooks.human_in_the_loop.templates import as_ui_result
 from hooks.human_in_the_loop.user_interfaces import RichConsoleUI, SimpleConsoleUI
 
 #: The prompt of the modify step.

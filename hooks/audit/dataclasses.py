@@ -25,6 +25,9 @@ class AuditRecord(BaseModel):
     :param decision: ``"confirm"``, ``"reject"`` or ``"modify"`` when a person (or a confirmation
         timeout) decided; None when no confirmation happened.
     :param approver: Who decided; None when no one was asked or the timeout decided.
+    :param decision_via: How the decision came: ``"update"`` or ``"signal"`` (a person),
+        ``"timeout"`` (no one decided in time: the strategy's ``on_timeout``, not a person's
+        rejection), ``"cancel"`` (the run was cancelled); None when no confirmation happened.
     :param error: True when the call produced no successful result: the tool failed, the tool
         or its arguments were invalid, the call was rejected, or nothing answered it.
     :param result_chars: Characters of the result text the conversation holds (the pointer's
@@ -42,6 +45,7 @@ class AuditRecord(BaseModel):
     arguments_sha256: str
     decision: str | None = None
     approver: str | None = None
+    decision_via: str | None = None
     error: bool = False
     result_chars: int = 0
     result_pointer: str | None = None

@@ -226,7 +226,7 @@ class AuditHook:
             if call_id in used_ids:  # repeated ids would overwrite each other's record
                 call_id = f"{call_id}-{index}"
             used_ids.add(call_id)
-            decision, approver = _confirmation(origin, outcome)
+            decision, approver, via = _confirmation(origin, outcome)
             pointer = None
             if outcome is not None:
                 references = outcome.message.meta.get(OFFLOADED_META_KEY)
@@ -240,6 +240,7 @@ class AuditHook:
                     arguments_sha256=arguments_sha256(origin.arguments),
                     decision=decision,
                     approver=approver,
+                    decision_via=via,
                     error=outcome.result.error if outcome is not None else True,
                     result_chars=len(outcome.result.result) if outcome is not None else 0,
                     result_pointer=pointer,
@@ -313,8 +314,8 @@ def _match(requested: list[ToolCall], outcomes: list[_Outcome]) -> list[tuple[To
     return pairs
 
 
-def _confirmation(origin: ToolCall, outcome: _Outcome | None) -> tuple[str | None, str | None]:
-    """``(action, approver)`` of the call's confirmation record, or ``(None, None)``.
+def _confirmation(origin: ToolCall, outcome: _Outcome | None) -> tuple[str | None, str | None, str | None]:
+    """``(action, approver, via)`` of the call's confirmation record, or ``(None, None, None)``.
 
     A rejected call's record is on the rejecting tool message's meta; a confirmed or modified
     call's is on the call's ``extra`` (``hooks.human_in_the_loop.hooks.apply_decisions``).
@@ -323,5 +324,5 @@ def _confirmation(origin: ToolCall, outcome: _Outcome | None) -> tuple[str | Non
     if not isinstance(record, dict):
         record = (origin.extra or {}).get(CONFIRMATION_KEY)
     if not isinstance(record, dict):
-        return None, None
-    return record.get("action"), record.get("approver")
+        return None, None, None
+    return record.get("action"), record.get("approver"), record.get("via")

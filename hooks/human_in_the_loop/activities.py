@@ -1,81 +1,114 @@
-"""This family's activity, the approval notification: POST a pending confirmation to a webhook,
-so a person hears of it.
+"""This family's activity: deliver one signed approval event to a webhook
+(:mod:`hooks.human_in_the_loop.notifiers` says what is sent).
 
-``DurableConfirmationStrategy(notify_url=...)`` starts this activity when a request becomes
-pending and keeps waiting meanwhile. A failed POST raises, and Temporal retries it with backoff
-until the request is decided or expires; the request itself stays pending (in the
-``pending_confirmations`` query and the ``AgentWaitingForApproval`` search attribute) whatever
-happens to the notification.
+The workflow starts it in the background (:mod:`hooks.human_in_the_loop.notifications`) and keeps
+waiting meanwhile. A failed POST raises and Temporal retries it with backoff; a receiver that
+answers 4xx (other than 408 and 429) refuses the event for good, so that is not retried. The
+call itself stays pending whatever happens to its notification.
+
+The approve/reject links are made here, on the worker, from ``AGENT_INBOX_PUBLIC_URL`` and
+``AGENT_APPROVAL_LINK_SECRET`` (:mod:`core.approval_links`): the link key never enters a run's
+history.
 """
 
 from __future__ import annotations
 
-import asyncio
-from datetime import timedelta
+import json
+from datetime import UTC, datetime, timedelta
 
 import httpx
-from temporalio import activity, workflow
+from standardwebhooks import Webhook
+from temporalio import activity
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ApplicationError
 
-from hooks.human_in_the_loop.dataclasses import ApprovalNotification, PendingConfirmation
+from core.approval_links import LinkClaims, link_url
+from core.settings import get_settings
+from hooks.human_in_the_loop.notifiers import (
+    ANYONE_LINK_APPROVER,
+    ApprovalEvent,
+    ApprovalLink,
+    WebhookNotifier,
+    event_body,
+    slack_message,
+)
 
 #: Activity name (part of the wire contract between workflows and workers).
-NOTIFY_APPROVAL_REQUEST_ACTIVITY = "notify_approval_request"
+DELIVER_APPROVAL_EVENT_ACTIVITY = "deliver_approval_event"
 #: Seconds one POST may take.
 POST_TIMEOUT_SECONDS = 10.0
+#: Events whose call still waits carry links.
+EVENTS_WITH_LINKS = ("approval_requested", "approval_escalated")
 
 NOTIFY_RETRY_POLICY = RetryPolicy(
-    initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_interval=timedelta(minutes=10)
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(minutes=10),
+    non_retryable_error_types=["WebhookRefused"],
 )
 
 
-def notification_body(notification: ApprovalNotification) -> dict:
-    """The JSON the webhook receives."""
-    return {
-        "event": "tool_confirmation_requested",
-        "run_id": notification.run_id,
-        "pending": notification.request.model_dump(mode="json"),
-    }
+def event_links(event: ApprovalEvent) -> list[ApprovalLink]:
+    """One approve/reject pair per approver of the waiting call (one pair issued to
+    :data:`~hooks.human_in_the_loop.notifiers.ANYONE_LINK_APPROVER` when anyone may decide);
+    none for a decided or expired call, or when the inbox's public URL or link key is unset."""
+    settings = get_settings()
+    request = event.request
+    if event.type not in EVENTS_WITH_LINKS or not settings.inbox_public_url or settings.approval_link_secret is None:
+        return []
+    if request.expires_at is None:
+        return []
+    secret = settings.approval_link_secret.get_secret_value()
+    links = []
+    for approver in request.approvers or [ANYONE_LINK_APPROVER]:
 
-
-@activity.defn(name=NOTIFY_APPROVAL_REQUEST_ACTIVITY)
-async def notify_approval_request(notification: ApprovalNotification) -> None:
-    """POST the request to ``notification.url``.
-
-    :raises httpx.HTTPError: On a connection error or a non-2xx answer (the activity is retried).
-    """
-    async with httpx.AsyncClient(timeout=POST_TIMEOUT_SECONDS) as client:
-        response = await client.post(
-            notification.url,
-            json=notification_body(notification),
-            headers={"Idempotency-Key": f"{notification.run_id}/{notification.request.tool_call_id}"},
-        )
-        response.raise_for_status()
-
-
-def start_notification(
-    url: str | None, run_id: str, request: PendingConfirmation, timeout: timedelta
-) -> asyncio.Task[None] | None:
-    """Workflow side: start notifying ``url`` of ``request`` in the background (None without a
-    ``url``). Retried with backoff until ``timeout``; a notification that fails for good is logged,
-    and the request stays pending either way. Cancel the task once the request is decided.
-    """
-    if url is None:
-        return None
-    notification = ApprovalNotification(url=url, run_id=run_id, request=request)
-
-    async def notify() -> None:
-        try:
-            await workflow.execute_activity(
-                notify_approval_request,
-                notification,
-                start_to_close_timeout=timedelta(seconds=30),
-                schedule_to_close_timeout=timeout,
-                retry_policy=NOTIFY_RETRY_POLICY,
-                summary=f"notify: {request.tool_name} awaits confirmation",
+        def url(action: str, approver: str = approver) -> str:
+            claims = LinkClaims(
+                run_id=event.run_id,
+                tool_call_id=request.tool_call_id,
+                action=action,  # type: ignore[arg-type]
+                approver=approver,
+                arguments_sha256=request.arguments_sha256,
+                expires_at=request.expires_at,  # type: ignore[arg-type]
             )
-        except ActivityError as err:  # the request stays pending; only the notification is lost
-            workflow.logger.warning("Approval notification for %s failed: %s", request.tool_call_id, err)
+            return link_url(settings.inbox_public_url, claims, secret)  # type: ignore[arg-type]
 
-    return asyncio.create_task(notify())
+        links.append(ApprovalLink(approver=approver, approve_url=url("confirm"), reject_url=url("reject")))
+    return links
+
+
+def signed_request(event: ApprovalEvent) -> tuple[str, bytes, dict[str, str]]:
+    """The URL, body and headers (Standard Webhooks signature included) of ``event``'s POST."""
+    notifier = WebhookNotifier.from_dict(event.notifier)
+    links = event_links(event)
+    body = slack_message(event, links) if notifier.format == "slack" else event_body(event, links)
+    payload = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    timestamp = datetime.now(UTC)  # this attempt's time: receivers refuse signatures over 5 minutes old
+    signature = Webhook(notifier.secret).sign(event.event_id, timestamp, payload)
+    headers = {
+        "content-type": "application/json",
+        "webhook-id": event.event_id,
+        "webhook-timestamp": str(int(timestamp.timestamp())),
+        "webhook-signature": signature,
+    }
+    return notifier.url, payload.encode("utf-8"), headers
+
+
+@activity.defn(name=DELIVER_APPROVAL_EVENT_ACTIVITY)
+async def deliver_approval_event(event: ApprovalEvent) -> None:
+    """POST ``event``, signed, to its notifier's URL.
+
+    :raises httpx.HTTPError: On a connection error or a 5xx, 408 or 429 answer (retried).
+    :raises ApplicationError: ``WebhookRefused`` (not retried) on any other 4xx answer.
+    """
+    url, body, headers = signed_request(event)
+    async with httpx.AsyncClient(timeout=POST_TIMEOUT_SECONDS) as client:
+        response = await client.post(url, content=body, headers=headers)
+    status = response.status_code
+    if 400 <= status < 500 and status not in (408, 429):
+        raise ApplicationError(
+            f"The webhook {url} refused the {event.type} event with HTTP {status}: {response.text[:200]}",
+            type="WebhookRefused",
+            non_retryable=True,
+        )
+    response.raise_for_status()

@@ -113,9 +113,12 @@ class PendingConfirmation(BaseModel):
         names none (``DurableConfirmationStrategy``: the approver's default, ``SimpleConsoleUI``).
     :param approvers: Who may decide this call (a decision's ``approver`` must be one of these
         names, exactly); None when anyone may. Set from ``DurableConfirmationStrategy(approvers=...)``
-        or ``ConfirmationHook(approvers=...)``; the run's validator enforces it.
+        or ``ConfirmationHook(approvers=...)``; the run's validator enforces it. After an
+        escalation, the escalation's list.
     :param parent_run_id: The run this run is a sub-agent of (``Agent.as_tool``), when it is one:
         deciding the call here lets that parent go on.
+    :param escalations: How many escalations the call went through (``Escalation``); 0 at first.
+    :param escalated_at: When the last one happened (workflow time), None before any.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -131,6 +134,8 @@ class PendingConfirmation(BaseModel):
     confirmation_ui: dict[str, Any] | None = None
     approvers: list[str] | None = None
     parent_run_id: str | None = None
+    escalations: int = 0
+    escalated_at: datetime | None = None
 
 
 class ToolDecision(BaseModel):
@@ -179,19 +184,6 @@ class DecisionRecord(BaseModel):
     arguments_sha256: str
     feedback: str | None = None
     via: Literal["update", "signal", "timeout", "cancel"] = "update"
-
-
-class ApprovalNotification(BaseModel):
-    """Input of the ``notify_approval_request`` activity: tell someone a call waits for them.
-
-    :param url: The webhook to POST to.
-    :param run_id: The run (workflow id) that waits.
-    :param request: The pending request.
-    """
-
-    url: str
-    run_id: str
-    request: PendingConfirmation
 
 
 #: Characters of a call's arguments kept in its summary.

@@ -21,12 +21,13 @@ from hooks._tool_keys import (
     validate_tool_keys,
 )
 from hooks.human_in_the_loop.dataclasses import ToolExecutionDecision
+from hooks.human_in_the_loop.notifications import ApprovalOutbox
 from hooks.human_in_the_loop.protocol import ConfirmationCall, ConfirmationStrategy
 from hooks.human_in_the_loop.registry import approver_list
-from hooks.human_in_the_loop.strategies import (
+from hooks.human_in_the_loop.strategies import DurableConfirmationStrategy
+from hooks.human_in_the_loop.templates import (
     MODIFICATION_FEEDBACK_TEMPLATE,
     REJECTION_FEEDBACK_TEMPLATE,
-    DurableConfirmationStrategy,
     modification_feedback,
 )
 from hooks.protocol import HasMemory, NeedsSearchAttributes
@@ -245,6 +246,12 @@ class ConfirmationHook:
         else:
             decision = await run_async(**inputs)
         return _bound(decision, call)
+
+    async def close_async(self) -> None:
+        """At the run's end, wait for the approval_decided/expired notifications still under way
+        (:meth:`~hooks.human_in_the_loop.notifications.ApprovalOutbox.drain`; none without a notifier)."""
+        if workflow.in_workflow():
+            await ApprovalOutbox.of_current_run().drain()
 
     def search_attributes(self) -> dict[str, str]:
         """The search attributes the strategies set while a run waits for a person."""

@@ -282,6 +282,21 @@ class ConfirmationRegistry:
         """The decision accepted for ``call_id`` so far, or None."""
         return self._decisions.get(call_id)
 
+    def escalate(self, call_id: str, approvers: list[str]) -> PendingConfirmation:
+        """Hand the waiting ``call_id`` to ``approvers`` (an ``Escalation``): from now on only
+        they may decide it. Returns the request as it now stands."""
+        request = self._pending[call_id]
+        escalated = request.model_copy(
+            update={
+                "approvers": list(approvers),
+                "escalations": request.escalations + 1,
+                "escalated_at": workflow.now(),
+            }
+        )
+        self._pending[call_id] = escalated
+        self._advertise()
+        return escalated
+
     def time_out(self, call_id: str, action: str, feedback: str) -> tuple[ToolDecision, DecisionRecord]:
         """Decide ``call_id`` on behalf of no one (the request expired)."""
         request = self._pending[call_id]

@@ -36,7 +36,6 @@ approver to check.
 
 from __future__ import annotations
 
-import string
 from datetime import timedelta
 from typing import Any, Literal, Unpack
 
@@ -45,12 +44,14 @@ from temporalio import workflow
 from core.serialization import default_to_dict, object_from_dict, object_to_dict
 from core.tool_records import arguments_sha256
 from hooks.context import current_run
-from hooks.human_in_the_loop.activities import start_notification
 from hooks.human_in_the_loop.dataclasses import (
     ConfirmationUIResult,
     PendingConfirmation,
     ToolExecutionDecision,
 )
+from hooks.human_in_the_loop.escalation import Escalation, escalation_steps, wait_for_decision
+from hooks.human_in_the_loop.notifications import ApprovalOutbox
+from hooks.human_in_the_loop.notifiers import ApprovalEventType, WebhookNotifier
 from hooks.human_in_the_loop.protocol import ConfirmationCall, ConfirmationPolicy, ConfirmationUI, confirmation_call
 from hooks.human_in_the_loop.registry import (
     MAX_FEEDBACK_CHARS,
@@ -59,60 +60,17 @@ from hooks.human_in_the_loop.registry import (
     DecisionLimits,
     approver_list,
 )
-from hooks.human_in_the_loop.wire import WAITING_FOR_APPROVAL
-
-REJECTION_FEEDBACK_TEMPLATE = "Tool execution for '{tool_name}' was rejected by the user."
-MODIFICATION_FEEDBACK_TEMPLATE = (
-    "The parameters for tool '{tool_name}' were updated by the user to:\n{final_tool_params}"
+from hooks.human_in_the_loop.templates import (
+    MODIFICATION_FEEDBACK_TEMPLATE,
+    REJECTION_FEEDBACK_TEMPLATE,
+    TIMEOUT_FEEDBACK_TEMPLATE,
+    USER_FEEDBACK_TEMPLATE,
+    as_ui_result,
+    check_template,
+    describe_timedelta,
+    modification_feedback,
 )
-USER_FEEDBACK_TEMPLATE = "With user feedback: {feedback}"
-TIMEOUT_FEEDBACK_TEMPLATE = "No one answered the confirmation request within {timeout}, so the call was not run."
-
-#: Longest rendering of the new parameters shown whole in a modification's explanation; longer
-#: ones are cut here and followed by their full length. At or under it the text is exactly
-#: Haystack's (``{final_tool_params}`` is the parameters dict itself).
-MODIFICATION_PREVIEW_CHARS = 1_000
-
-
-def params_preview(params: dict[str, Any], limit: int = MODIFICATION_PREVIEW_CHARS) -> dict[str, Any] | str:
-    """What ``{final_tool_params}`` shows: ``params`` itself while its text (``str(params)``, as
-    Haystack prints it) has at most ``limit`` characters, else the first ``limit`` characters of
-    that text followed by ``"… (N characters in all)"``."""
-    text = str(params)
-    if len(text) <= limit:
-        return params
-    return f"{text[:limit]}… ({len(text):,} characters in all)"
-
-
-def modification_feedback(
-    template: str, tool_name: str, params: dict[str, Any], limit: int = MODIFICATION_PREVIEW_CHARS
-) -> str:
-    """The explanation of a modification: ``template`` with ``{tool_name}`` and
-    ``{final_tool_params}`` (:func:`params_preview`), so it stays short however big ``params`` is."""
-    return template.format(tool_name=tool_name, final_tool_params=params_preview(params, limit))
-
-
-def check_template(name: str, template: Any, placeholders: tuple[str, ...]) -> None:
-    """Check that ``template`` can be filled with ``placeholders`` alone. As in Haystack it need not
-    name them (``"Rejected."`` is fine); one naming another field (``"{tool}"``, ``"{}"``) or
-    malformed could never be filled: Haystack fails at the first decision, which in a durable run
-    may be days later, so it is refused when the strategy is built.
-
-    :param name: The parameter's name, for the message.
-    :param placeholders: The fields ``template.format`` is given.
-    :raises ValueError: If ``template`` is not a string or cannot be filled with ``placeholders``.
-    """
-    if not isinstance(template, str):
-        raise ValueError(f"{name} must be a string, got {type(template).__name__}: {template!r}.")
-    try:
-        fields = [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
-    except ValueError as exc:
-        raise ValueError(f"{name} is not a valid format string ({exc}): {template!r}.") from exc
-    allowed = ", ".join("{" + p + "}" for p in placeholders)
-    for field in fields:
-        root = field.split(".", 1)[0].split("[", 1)[0]
-        if root not in placeholders:
-            raise ValueError(f"{name} may use only {allowed}, but names {{{field}}}: {template!r}.")
+from hooks.human_in_the_loop.wire import WAITING_FOR_APPROVAL
 
 
 def policy_learns(policy: Any) -> bool:
@@ -121,31 +79,6 @@ def policy_learns(policy: Any) -> bool:
     do not)."""
     method = getattr(type(policy), "update_after_confirmation", None)
     return method is not None and method is not ConfirmationPolicy.update_after_confirmation
-
-
-def as_ui_result(answer: Any) -> ConfirmationUIResult:
-    """A UI's answer as a :class:`ConfirmationUIResult` (a dict, or any object with ``action``,
-    ``feedback`` and ``new_tool_params``, such as Haystack's dataclass, is converted)."""
-    if isinstance(answer, ConfirmationUIResult):
-        return answer
-    if isinstance(answer, dict):
-        return ConfirmationUIResult.model_validate(answer)
-    return ConfirmationUIResult(
-        action=answer.action,
-        feedback=getattr(answer, "feedback", None),
-        new_tool_params=getattr(answer, "new_tool_params", None),
-    )
-
-
-def describe_timedelta(delta: timedelta) -> str:
-    """``timedelta(days=3)`` -> ``"3 days"``; ``timedelta(hours=1, minutes=30)`` -> ``"1 hour 30 minutes"``."""
-    seconds = int(delta.total_seconds())
-    parts = []
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
-        count, seconds = divmod(seconds, size)
-        if count:
-            parts.append(f"{count} {unit}{'s' if count != 1 else ''}")
-    return " ".join(parts) or f"{delta.total_seconds():g} seconds"
 
 
 class DurableConfirmationStrategy:
@@ -159,9 +92,12 @@ class DurableConfirmationStrategy:
     :param modify_template: Text of the user message explaining a modification;
         ``{tool_name}`` and ``{final_tool_params}`` placeholders.
     :param user_feedback_template: Appended when the person gave feedback; ``{feedback}``.
-    :param notify_url: Optional webhook: the ``notify_approval_request`` activity POSTs each new
-        request there (retried with backoff until the request is decided or expires; a failed
-        notification never loses the request).
+    :param notify_url: Removed: passing it is a ``ValueError`` that points to ``notifier``.
+    :param notifier: Optional :class:`~hooks.human_in_the_loop.notifiers.WebhookNotifier`: signed
+        ``approval_requested``/``escalated``/``decided``/``expired`` events with one-time links
+        (delivered by an activity with retries; a failed notification never loses the request).
+    :param escalation: :class:`~hooks.human_in_the_loop.escalation.Escalation` steps, as many as
+        wanted: at each ``after`` that passes undecided, the call's approvers become the step's.
     :param search_attribute: Bool search attribute to upsert while the run waits (``agent pending``
         lists runs with it set); ``None`` for a server without it.
     :param max_new_tool_params_bytes: A modify whose ``new_tool_params`` take more UTF-8 bytes as
@@ -174,7 +110,8 @@ class DurableConfirmationStrategy:
     :raises ValueError: For a non-positive ``timeout`` or limit, an unknown ``on_timeout``, a
         template that is not a string or names a placeholder other than its own (see
         :func:`check_template`; a template without its placeholders is fine, as in Haystack), or
-        ``approvers`` that is not a non-empty list of non-blank names.
+        ``approvers`` that is not a non-empty list of non-blank names, ``notify_url``, or an
+        ``escalation`` step at or after ``timeout`` (see :func:`~hooks.human_in_the_loop.escalation.escalation_steps`).
     """
 
     def __init__(
@@ -190,6 +127,8 @@ class DurableConfirmationStrategy:
         max_new_tool_params_bytes: int = MAX_NEW_TOOL_PARAMS_BYTES,
         max_feedback_chars: int = MAX_FEEDBACK_CHARS,
         approvers: list[str] | None = None,
+        notifier: WebhookNotifier | None = None,
+        escalation: list[Escalation] | None = None,
     ) -> None:
         if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
             timeout = timedelta(seconds=timeout)
@@ -200,8 +139,15 @@ class DurableConfirmationStrategy:
         check_template("reject_template", reject_template, ("tool_name",))
         check_template("modify_template", modify_template, ("tool_name", "final_tool_params"))
         check_template("user_feedback_template", user_feedback_template, ("feedback",))
-        if notify_url is not None and not notify_url.startswith(("http://", "https://")):
-            raise ValueError(f"notify_url must be an http(s) URL, got {notify_url!r}.")
+        if notify_url is not None:
+            raise ValueError(
+                "notify_url was removed: pass notifier=WebhookNotifier(url, secret) instead "
+                "(signed events with one-time approve/reject links; docs/approvals.md)."
+            )
+        if notifier is not None and not isinstance(notifier, WebhookNotifier):
+            raise ValueError(f"notifier must be a WebhookNotifier, got {notifier!r}.")
+        self.escalation = escalation_steps(escalation, timeout)
+        self.notifier = notifier
         self.limits = DecisionLimits(max_new_tool_params_bytes, max_feedback_chars)
         self.approvers = approver_list(approvers) if approvers is not None else None
         self.confirmation_policy = confirmation_policy
@@ -210,7 +156,6 @@ class DurableConfirmationStrategy:
         self.reject_template = reject_template
         self.modify_template = modify_template
         self.user_feedback_template = user_feedback_template
-        self.notify_url = notify_url
         self.search_attribute = search_attribute
         # Per tool, the ids of this strategy's calls being decided, in call order (learning policies only).
         self._in_tool_order: dict[str, list[str]] = {}
@@ -288,23 +233,24 @@ class DurableConfirmationStrategy:
             **self._request_extras(),
         )
         registry.publish(request, schema=spec.parameters if spec is not None else None, limits=self.limits)
-        notifying = start_notification(self.notify_url, run.run_id, request, self.timeout)
+        notifying = [self._notify("approval_requested", request, within=self.timeout)]
+
+        def escalated(request: PendingConfirmation, number: int) -> None:
+            notifying.append(self._notify("approval_escalated", request, within=self.timeout, sequence=number))
+
         try:
-            await workflow.wait_condition(
-                lambda: registry.decision(tool_call_id) is not None,
-                timeout=self.timeout,
-                timeout_summary=f"confirmation of {tool_name} ({tool_call_id})",
-            )
-            decision, record = registry.decision(tool_call_id)  # type: ignore[misc]
-            timed_out = False
-        except TimeoutError:
-            feedback = TIMEOUT_FEEDBACK_TEMPLATE.format(timeout=describe_timedelta(self.timeout))
-            decision, record = registry.time_out(tool_call_id, self.on_timeout, feedback)
-            timed_out = True
+            timed_out = not await wait_for_decision(registry, request, self.timeout, self.escalation, escalated)
+            if timed_out:
+                feedback = TIMEOUT_FEEDBACK_TEMPLATE.format(timeout=describe_timedelta(self.timeout))
+                decision, record = registry.time_out(tool_call_id, self.on_timeout, feedback)
+            else:
+                decision, record = registry.decision(tool_call_id)  # type: ignore[misc]
         finally:
-            if notifying is not None and not notifying.done():
-                notifying.cancel()
+            for task in notifying:
+                if task is not None and not task.done():
+                    task.cancel()
         registry.close(tool_call_id)
+        self._notify("approval_expired" if timed_out else "approval_decided", request, record=record)
 
         result = ConfirmationUIResult(
             action=decision.action, feedback=decision.feedback, new_tool_params=decision.new_tool_params
@@ -313,6 +259,12 @@ class DurableConfirmationStrategy:
             self.confirmation_policy.update_after_confirmation(tool_name, tool_description, tool_params, result)
         ted = self._apply(tool_name, tool_call_id, tool_params, result)
         return ted.model_copy(update={"record": record.model_dump(mode="json")})
+
+    def _notify(self, type: ApprovalEventType, request: PendingConfirmation, **options: Any) -> Any:
+        """Start sending ``type`` through the notifier (None without one)."""
+        if self.notifier is None:
+            return None
+        return ApprovalOutbox.of_current_run().send(self.notifier, type, request, **options)
 
     def _request_extras(self) -> dict[str, Any]:
         """Further fields of each :class:`PendingConfirmation` this strategy publishes (none here)."""
@@ -371,7 +323,8 @@ class DurableConfirmationStrategy:
             reject_template=self.reject_template,
             modify_template=self.modify_template,
             user_feedback_template=self.user_feedback_template,
-            notify_url=self.notify_url,
+            notifier=object_to_dict(self.notifier) if self.notifier is not None else None,
+            escalation=[step.to_dict() for step in self.escalation] or None,
             search_attribute=self.search_attribute,
             max_new_tool_params_bytes=self.max_new_tool_params_bytes,
             max_feedback_chars=self.max_feedback_chars,
@@ -389,6 +342,10 @@ class DurableConfirmationStrategy:
         params["confirmation_policy"] = object_from_dict(params["confirmation_policy"])
         if "timeout" in params:
             params["timeout"] = timedelta(seconds=params["timeout"])
+        if params.get("notifier") is not None:
+            params["notifier"] = object_from_dict(params["notifier"])
+        if params.get("escalation") is not None:
+            params["escalation"] = [Escalation.from_dict(step) for step in params["escalation"]]
         return params
 
     def __repr__(self) -> str:
@@ -418,7 +375,7 @@ class BlockingConfirmationStrategy(DurableConfirmationStrategy):
         ``RichConsoleUI()``; it must be serialisable by import path (a module-level class).
     :param options: :class:`DurableConfirmationStrategy`'s other parameters (``timeout``, 7 days by
         default, where Haystack's waits forever; ``on_timeout``; the three templates, as in
-        Haystack; ``notify_url``; ``search_attribute``; the decision limits; ``approvers``, who
+        Haystack; ``notifier``; ``escalation``; ``search_attribute``; the decision limits; ``approvers``, who
         may decide in a durable run).
     :raises ValueError: For a ``confirmation_ui`` without ``get_user_confirmation``, or as
         :class:`DurableConfirmationStrategy`.

@@ -21,6 +21,12 @@ WAITING_RUNS_QUERY = f"{WAITING_FOR_APPROVAL.name} = true AND ExecutionStatus = 
 #: Memo key under which a run publishes its pending calls (a list of ``PendingSummary``).
 PENDING_MEMO_KEY = "pending_confirmations"
 
+#: Summary prefixes of a confirmation's durable timers (``agent watch`` reads them from history):
+#: a fired confirmation timer is a timeout (``on_timeout`` applied, on behalf of no one), a fired
+#: escalation timer an escalation.
+CONFIRMATION_TIMER_PREFIX = "confirmation of "
+ESCALATION_TIMER_PREFIX = "escalation of "
+
 #: ``ApplicationError.type`` of a decision refused after the validator passed (two decisions
 #: for the same call in one workflow task).
 DECISION_REFUSED = "DecisionRefused"

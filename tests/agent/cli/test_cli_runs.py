@@ -13,7 +13,7 @@ import pytest
 
 from agent.agent import Agent
 from core.messages import ChatMessage
-from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
+from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy, Escalation
 from tests import tools as t
 from tests.agent.cli.test_cli import agent_cli
 from tests.support.cli_agents import MODEL_ENV
@@ -231,3 +231,22 @@ async def test_watch_lists_the_calls_waiting_for_approval(client, worker, script
     assert process.returncode == 0, out + err.decode()
     assert f"  decided: {call.tool_call_id} confirm by ann\n" in out
     assert 'tool echo(text="needs an OK")' in out and "final answer: approved and done" in out
+
+
+async def test_watch_shows_an_escalation_and_a_timeout_as_no_ones_decision(client, worker, scripted, model, run_id):
+    scripted.script(model, [{"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}, {"text": "no answer"}])
+    strategy = DurableConfirmationStrategy(
+        AlwaysAskPolicy(),
+        timeout=timedelta(seconds=3),
+        approvers=["ann"],
+        escalation=[Escalation(after=timedelta(seconds=1), approvers=["lead"])],
+    )
+    agent = Agent(model=model, tools=[t.add], hooks={"before_tool": [ConfirmationHook({"*": strategy})]})
+    await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker)
+    watched = await agent_cli("watch", run_id)
+    assert watched.returncode == 0, watched.stderr + watched.stdout
+    out = watched.stdout
+    assert "escalated: add (" in out and ") to lead" in out
+    assert "timed out, no one decided: add (" in out
+    assert "  decided:" not in out  # no person decided anything
+    assert out.index("escalated:") < out.index("timed out")

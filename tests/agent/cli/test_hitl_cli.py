@@ -6,6 +6,7 @@ import argparse
 import io
 
 from agent.approvals.commands import add_commands
+from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
 from tests.support.hitl_helpers import call, calls, hitl_agent, start, wait_pending
 from tests.support.polling import eventually
 
@@ -111,3 +112,35 @@ async def test_interactive_modify_takes_the_complete_arguments_as_json(
     assert f"modify: echo call {pending.tool_call_id} of run {run_id} by ann" in out
     result = await handle.result()
     assert result.messages[-2].tool_call_result.result == "final"
+
+
+async def test_approve_all_and_by_tool_validate_each_call_and_list_each_outcome(
+    client, worker, scripted, model, run_id, capsys
+):
+    scripted.script(
+        model, [calls(call("add", a=1, b=2), call("echo", text="hi"), call("add", a=3, b=4)), {"text": "ok"}]
+    )
+    hook = ConfirmationHook({"*": DurableConfirmationStrategy(AlwaysAskPolicy())}, approvers={"echo": ["ops"]})
+    handle = await start(hitl_agent(model, hook), client, worker, run_id)
+    first, echo, second = await wait_pending(handle, count=3)
+
+    code, _, err = await run_cli(client, capsys, "approve", run_id, first.tool_call_id, "--all")
+    assert code == 2 and "--all and --tool take RUN only" in err
+    code, out, _ = await run_cli(client, capsys, "approve", run_id, "--all", "--approver", "ann")
+    lines = out.splitlines()
+    assert code == 1  # one call was refused: each decision stood on its own
+    assert lines[0] == f"{first.tool_call_id} add: confirm by ann"
+    assert lines[1].startswith(f"{echo.tool_call_id} echo: refused: ") and "allowed approvers are ops" in lines[1]
+    assert lines[2] == f"{second.tool_call_id} add: confirm by ann"
+    assert lines[3] == f"2 of 3 approved in run {run_id}"
+    assert [p.tool_call_id for p in await handle.pending_confirmations()] == [echo.tool_call_id]
+
+    code, _, err = await run_cli(client, capsys, "approve", run_id, "--tool", "add")
+    assert code == 1 and f"run {run_id} has no waiting call of add" in err
+    code, out, _ = await run_cli(client, capsys, "approve", run_id, "--tool", "echo", "--approver", "ops")
+    assert code == 0 and out.splitlines() == [
+        f"{echo.tool_call_id} echo: confirm by ops",
+        f"1 of 1 approved in run {run_id}",
+    ]
+    result = await handle.result()
+    assert [m.tool_call_result.result for m in result.messages if m.tool_call_result] == ["3", "hi", "7"]

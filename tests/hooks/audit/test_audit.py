@@ -47,7 +47,9 @@ def read_records(root: Path, run_id: str, step: int) -> dict[str, dict[str, Any]
     return {path.name: json.loads(path.read_text()) for path in sorted(directory.glob("*.json"))}
 
 
-def decision_record(call_id: str, tool_name: str, action: str, approver: str | None) -> dict[str, Any]:
+def decision_record(
+    call_id: str, tool_name: str, action: str, approver: str | None, via: str = "update"
+) -> dict[str, Any]:
     """A DecisionRecord as the confirmation strategy stores it (JSON form)."""
     return {
         "tool_call_id": call_id,
@@ -57,7 +59,7 @@ def decision_record(call_id: str, tool_name: str, action: str, approver: str | N
         "decided_at": NOW.isoformat(),
         "arguments_sha256": "",
         "feedback": None,
-        "via": "update",
+        "via": via,
     }
 
 
@@ -218,7 +220,7 @@ def decide(state: State) -> list[ToolCall]:
             execute=True,
             tool_call_id=echo.id,
             final_tool_params={"text": "bye"},
-            record=decision_record(echo.id, "echo", "modify", None),
+            record=decision_record(echo.id, "echo", "modify", None, via="timeout"),
         ),
         ToolExecutionDecision(
             tool_name="record",
@@ -266,6 +268,8 @@ def test_hook_records_each_call_with_its_decision_approver_and_result(tmp_path):
     )
     assert add["arguments_sha256"] == arguments_sha256({"a": 1, "b": 2})
     assert (echo["decision"], echo["approver"], echo["error"], echo["result_pointer"]) == ("modify", None, True, None)
+    # the timeout's decision is recorded as a timeout, a person's as theirs
+    assert (echo["decision_via"], add["decision_via"], rec["decision_via"]) == ("timeout", "update", "update")
     assert echo["arguments_sha256"] == arguments_sha256({"text": "bye"})  # the arguments it ran with
     assert (rec["decision"], rec["approver"], rec["error"], rec["tool_name"]) == ("reject", "bob", True, "record")
     assert rec["result_chars"] == len("Tool execution for 'record' was rejected by the user.")

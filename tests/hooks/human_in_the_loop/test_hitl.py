@@ -1,13 +1,10 @@
 """Human-in-the-loop on the real dev server: confirm, reject, modify, mixed decisions in one step,
-strategy keys, AskOnce across steps and across continue-as-new, the Update validator, the Signal,
-and the notification webhook."""
+strategy keys, AskOnce across steps and across continue-as-new, the Update validator and the Signal
+(the notification webhook: test_webhook_notifier.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -28,7 +25,6 @@ from hooks.human_in_the_loop import (
 )
 from tests.support.hitl_helpers import (
     NO_CALLS,
-    ask_all,
     call,
     calls,
     history_events,
@@ -37,7 +33,6 @@ from tests.support.hitl_helpers import (
     start,
     wait_pending,
 )
-from tests.support.polling import eventually
 
 
 def roles(messages: list[ChatMessage]) -> list[str]:
@@ -316,73 +311,3 @@ async def test_signal_decides_and_bad_signals_are_ignored(client, worker, script
     assert result.messages[1].tool_calls[0].extra[CONFIRMATION_KEY]["via"] == "signal"
     events = await history_events(handle)
     assert not [e for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED]
-
-
-# -- notification webhook ----------------------------------------------------------------------
-
-
-class _Webhook:
-    """A loopback webhook that answers 503 to the first ``failures`` POSTs, then records them."""
-
-    def __init__(self, failures: int) -> None:
-        self.failures = failures
-        self.received: list[dict] = []
-        self.attempts = 0
-        hook = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                hook.attempts += 1
-                if hook.attempts <= hook.failures:
-                    self.send_response(503)
-                    self.end_headers()
-                    return
-                hook.received.append({"body": body, "key": self.headers.get("Idempotency-Key")})
-                self.send_response(204)
-                self.end_headers()
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/approvals"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-async def test_notification_is_retried_until_delivered(client, worker, scripted, model, run_id):
-    webhook = _Webhook(failures=2)
-    try:
-        scripted.script(model, [calls(call("add", a=1, b=2)), {"text": "3"}])
-        handle = await start(hitl_agent(model, ask_all(notify_url=webhook.url)), client, worker, run_id)
-        (pending,) = await wait_pending(handle)
-        (delivered,) = await eventually(lambda: webhook.received, message="the webhook never got the notification")
-        assert webhook.attempts == 3
-        assert delivered["body"]["event"] == "tool_confirmation_requested"
-        assert delivered["body"]["run_id"] == run_id
-        assert delivered["body"]["pending"]["tool_call_id"] == pending.tool_call_id
-        assert delivered["key"] == f"{run_id}/{pending.tool_call_id}"
-        await handle.confirm(pending.tool_call_id)
-        assert (await handle.result()).messages[-2].tool_call_result.result == "3"
-    finally:
-        webhook.close()
-
-
-async def test_failing_notification_never_loses_the_request(client, worker, scripted, model, run_id):
-    webhook = _Webhook(failures=10**6)
-    try:
-        scripted.script(model, [calls(call("add", a=1, b=2)), {"text": "3"}])
-        handle = await start(hitl_agent(model, ask_all(notify_url=webhook.url)), client, worker, run_id)
-        (pending,) = await wait_pending(handle)
-        await eventually(lambda: webhook.attempts >= 2, message="the notification was not retried")
-        assert not webhook.received
-        assert [p.tool_call_id for p in await handle.pending_confirmations()] == [pending.tool_call_id]
-        await handle.confirm(pending.tool_call_id)
-        result = await handle.result()
-        assert result.messages[-2].tool_call_result.result == "3"
-    finally:
-        webhook.close()

@@ -14,7 +14,7 @@ from temporalio.worker import Replayer
 from agent.approvals.decisions import DecisionRefusedError, signal_decision
 from hooks.human_in_the_loop import ToolDecision
 from hooks.human_in_the_loop.registry import MAX_FEEDBACK_CHARS, MAX_NEW_TOOL_PARAMS_BYTES
-from hooks.human_in_the_loop.strategies import MODIFICATION_PREVIEW_CHARS
+from hooks.human_in_the_loop.templates import MODIFICATION_PREVIEW_CHARS
 from runtime.plugin import AgentPlugin
 from tests.support.hitl_helpers import call, calls, history_events, hitl_agent, signals_processed, start, wait_pending
 from workflows.agent_workflow import AgentWorkflow

@@ -39,6 +39,7 @@ from hooks.human_in_the_loop import (
     ToolDecision,
     ToolExecutionDecision,
 )
+from hooks.human_in_the_loop import escalation as escalation_module
 from hooks.human_in_the_loop import hooks as hooks_module
 from hooks.human_in_the_loop import registry as registry_module
 from hooks.human_in_the_loop import strategies as strategies_module
@@ -171,7 +172,7 @@ class StandInWorkflow:
 @contextlib.contextmanager
 def stand_in_workflow(answers: Answers, state: State) -> Iterator[StandInWorkflow]:
     fake = StandInWorkflow(answers)
-    modules = (strategies_module, registry_module, hooks_module)
+    modules = (strategies_module, registry_module, hooks_module, escalation_module)
     originals = [module.workflow for module in modules]
     for module in modules:
         module.workflow = fake

@@ -62,6 +62,7 @@ from hooks.human_in_the_loop import (
     ToolDecision,
     ToolExecutionDecision,
 )
+from hooks.human_in_the_loop import escalation as escalation_module
 from hooks.human_in_the_loop import hooks as hooks_module
 from hooks.human_in_the_loop import registry as registry_module
 from hooks.human_in_the_loop import strategies as strategies_module
@@ -261,9 +262,9 @@ class FakeWorkflow:
 
 @contextlib.contextmanager
 def stand_in_workflow(approver: Approver, rng: random.Random) -> Iterator[FakeWorkflow]:
-    """The stand-in ``workflow`` in the three modules of this family that use it, for the block."""
+    """The stand-in ``workflow`` in the modules of this family that use it on this path, for the block."""
     fake = FakeWorkflow(approver, rng)
-    modules = (strategies_module, registry_module, hooks_module)
+    modules = (strategies_module, registry_module, hooks_module, escalation_module)
     originals = [module.workflow for module in modules]
     for module in modules:
         module.workflow = fake

@@ -29,7 +29,7 @@ from hooks.human_in_the_loop.registry import (
     DecisionError,
     DecisionLimits,
 )
-from hooks.human_in_the_loop.strategies import (
+from hooks.human_in_the_loop.templates import (
     MODIFICATION_FEEDBACK_TEMPLATE,
     MODIFICATION_PREVIEW_CHARS,
     describe_timedelta,
@@ -53,7 +53,7 @@ def test_hook_only_at_before_tool():
         ({"modify_template": "{tool_name} {}"}, r"modify_template may use only .* but names \{\}"),
         ({"user_feedback_template": "{feedback"}, "user_feedback_template is not a valid format string"),
         ({"reject_template": None}, "reject_template must be a string"),
-        ({"notify_url": "ftp://x"}, "http"),
+        ({"notify_url": "https://x"}, r"notify_url was removed: pass notifier=WebhookNotifier\(url, secret\)"),
         ({"max_new_tool_params_bytes": 0}, "max_new_tool_params_bytes must be a positive integer"),
         ({"max_feedback_chars": -1}, "max_feedback_chars must be a positive integer"),
     ],
@@ -73,7 +73,7 @@ def test_round_trip_with_tuple_keys():
     hook = ConfirmationHook(
         {
             ("add", "echo"): DurableConfirmationStrategy(
-                AskOncePolicy(), timeout=timedelta(days=3), on_timeout="confirm", notify_url="http://127.0.0.1:9/x"
+                AskOncePolicy(), timeout=timedelta(days=3), on_timeout="confirm"
             ),
             "*": DurableConfirmationStrategy(NeverAskPolicy(), reject_template="No {tool_name}."),
         }
