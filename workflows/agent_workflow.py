@@ -367,9 +367,7 @@ class AgentWorkflow(ConversationTurns):
                 offload=self._offload_instruction(call, index),
             )
             async with bound, tool_call_span(call, step):
-                output = await self._cancellable(
-                    run_tool_call(agent, spec, request, self._mcp)
-                )
+                output = await self._cancellable(run_tool_call(agent, spec, request, self._mcp))
             message = ChatMessage.from_tool(output.result, origin=call, error=output.error, meta=output.meta)
             if call.id is not None:
                 self._finished_tool_results[call.id] = message

@@ -39,7 +39,6 @@ with workflow.unsafe.imports_passed_through():
     from core.messages import ChatMessage
     from core.payloads import EXIT_CANCELLED, AgentRunInput, AgentRunResult, add_usage
     from core.settings import DEFAULT_WORKFLOW_TASK_TIMEOUT
-    from core.spec import AgentSpec
     from core.wire import WORKFLOW_TYPE
     from hooks.context import current_run
 
