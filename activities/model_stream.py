@@ -81,11 +81,14 @@ class TokenPublisher:
 
     async def __aexit__(self, *exc: object) -> None:
         self.send()
+        # Flush first (it waits for a Signal in flight, under the contrib's lock), then stop the
+        # idle sender: cancelling a Signal in flight would send its batch twice (deduplicated by
+        # the workflow, but recorded twice in history).
+        await self._stream.flush()
         if self._sender is not None:
             self._sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sender
-        await self._stream.flush()  # what is still buffered, and a batch a cancel interrupted
 
     async def _send_loop(self) -> None:
         """Send each batch as soon as it is published: one Signal at a time, never waiting for a timer."""
