@@ -13,6 +13,7 @@ from activities.model import ModelCallOutput
 from agent import Agent, ChatMessage, ReplyText, RunEvent
 from tests import tools as t
 from tests.support.hitl_helpers import call, calls
+from worker import create_worker
 
 LONG_TEXT = "The quick brown fox jumps over the lazy dog, twice: the quick brown fox jumps over the lazy dog."
 
@@ -121,3 +122,23 @@ def test_stream_tokens_survives_to_dict_and_from_dict():
     assert agent.to_dict()["stream_tokens"] is True
     assert Agent.from_dict(agent.to_dict()).stream_tokens is True
     assert Agent.from_dict({**agent.to_dict(), "stream_tokens": False}).stream_tokens is False
+
+
+async def test_a_worker_that_replays_every_task_publishes_nothing_twice(client, scripted, model, run_id):
+    """No workflow cache: each workflow task replays the whole history first, so every event the
+    workflow published before is published again in memory; the stream must still hold each once."""
+    queue = f"no-cache-{run_id}"
+    scripted.script(model, [{**calls(call("add", id="a1", a=1, b=2)), "text": "Adding."}, {"text": LONG_TEXT}])
+    agent = Agent(model=model, tools=[t.add], stream_tokens=True)
+    async with create_worker(client, tools=[t.add], task_queue=queue, max_cached_workflows=0):
+        handle = await agent.start(client, [ChatMessage.from_user("add")], run_id=run_id, task_queue=queue)
+        live = asyncio.ensure_future(events_of(handle))  # reads while the run goes on
+        await handle.result()
+        events = await asyncio.wait_for(live, timeout=60)
+        again = await events_of(handle)
+
+    assert events == again
+    assert [e.offset for e in events] == list(range(len(events)))
+    assert [e.kind for e in events].count("step_started") == 2
+    assert [e.kind for e in events].count("model_reply") == 2
+    assert "".join(e.data["text"] for e in events if e.kind == "token" and e.step == 1) == LONG_TEXT
