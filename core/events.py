@@ -17,8 +17,8 @@ Kinds and their ``data``:
 - ``tool_started`` ``{"tool_call_id", "tool_name", "arguments"}``;
   ``tool_finished`` ``{"tool_call_id", "tool_name", "error", "result_preview"}``.
 - ``approval_requested`` ``{"tool_call_id", "tool_name", "arguments"}``;
-  ``decision`` ``{"tool_call_id", "action", "approver", "feedback", "via"}`` (``via`` is
-  ``"timeout"`` when no one answered in time, ``"cancel"`` when the run was cancelled).
+  ``decision`` ``{"tool_call_id", "action", "approver", "feedback", "via"}`` (``via``: ``"update"``,
+  ``"signal"``, or ``"timeout"`` when no one answered in time).
 - ``message_received`` ``{"message_id", "sender", "text"}``.
 """
 
