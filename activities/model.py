@@ -24,6 +24,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.conversation import ConversationStore
 from activities.heartbeat import HEARTBEAT_TIMEOUT, with_heartbeats
+from activities.model_stream import TokenStream, streamed_completion
 from core.messages import ChatMessage, ChatRole, ToolCall
 from core.settings import model_endpoint
 from core.spec import DEFAULT_MODEL_RETRY_TIMEOUT
@@ -54,6 +55,8 @@ class ModelCallInput(BaseModel):
         ``{endpoint}_OPENAI_API_KEY``. Only the name travels; URLs and keys stay on the worker.
     :param step: The agent step this call is (``step_count`` when it began); a marker in history
         that ``agent rewind`` reads. None for hooks' calls and for histories recorded before it.
+    :param live: Set when the agent streams tokens: the call is streamed and its text published
+        as ``token`` events of this step (activities/model_stream.py).
     """
 
     model: str
@@ -64,6 +67,7 @@ class ModelCallInput(BaseModel):
     purpose: Literal["agent", "hook"] = "agent"
     endpoint: str | None = None
     step: int | None = None
+    live: TokenStream | None = None
 
 
 class ModelCallOutput(BaseModel):
@@ -268,9 +272,12 @@ class ModelActivities:
         body.update(request.settings)
         segment = self._start_segment_write(request, history)
         try:
-            raw = await with_heartbeats(
-                client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=_RAW_RESPONSE)
-            )
+            if request.live is not None:
+                completion = await with_heartbeats(streamed_completion(client, body, request.live))
+            else:
+                raw = await with_heartbeats(
+                    client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=_RAW_RESPONSE)
+                )
         except openai.APIStatusError as exc:
             raise _classify(exc, request, client) from exc
         except openai.APIConnectionError as exc:  # timeouts too; retried, but saying which endpoint failed
@@ -279,7 +286,7 @@ class ModelActivities:
                 f"{request.model!r}: {exc.message} ({exc.__cause__!r}).",
                 type=TRANSIENT_MODEL_ERROR,
             ) from exc
-        output = _parse_completion(raw)
+        output = from_openai_response(completion) if request.live is not None else _parse_completion(raw)
         if segment is not None:
             # Heartbeats go on while the segment write finishes: under load it waits for a thread
             # and for S3, and a silent wait past HEARTBEAT_TIMEOUT would retry the whole activity

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent.agent import Agent
     from agent.client import AgentRunHandle, connect, get_run
+    from core.events import ReplyText, RunEvent
     from core.mcp import MCPTool, MCPToolset, StdioServerInfo, StreamableHttpServerInfo
     from core.messages import ChatMessage, ChatRole, ToolCall, ToolCallResult
     from core.payloads import AgentRunResult, RunStatus
@@ -29,6 +30,8 @@ _EXPORTS: dict[str, str] = {
     "AgentRunHandle": "agent.client",
     "AgentRunResult": "core.payloads",
     "RunStatus": "core.payloads",
+    "RunEvent": "core.events",
+    "ReplyText": "core.events",
     "connect": "agent.client",
     "MCPTool": "core.mcp",
     "MCPToolset": "core.mcp",
@@ -54,6 +57,8 @@ __all__ = [
     "AgentRunHandle",
     "AgentRunResult",
     "RunStatus",
+    "RunEvent",
+    "ReplyText",
     "connect",
     "get_run",
     "MCPTool",

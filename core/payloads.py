@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 from pydantic import BaseModel, Field
+from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from core.messages import ChatMessage
 
@@ -142,6 +143,7 @@ class AgentRunInput(BaseModel):
         (then end with ``exit_reason="idle"``). None: the run ends after its first turn.
     :param last_message_only: The result's ``messages`` hold only the last message: a sub-agent's
         run (``Agent.as_tool``), whose result goes into its parent's history.
+    :param stream_state: The run's event stream, carried across continue-as-new (workflows/live.py).
     """
 
     agent: dict[str, Any]
@@ -151,6 +153,7 @@ class AgentRunInput(BaseModel):
     snapshot: RunSnapshot | None = None
     wait_for_user_seconds: float | None = None
     last_message_only: bool = False
+    stream_state: WorkflowStreamState | None = None
 
 
 class AgentRunResult(BaseModel):

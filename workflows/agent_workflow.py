@@ -57,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
         model_call_failure,
         model_exit_reason,
     )
+    from workflows.live import RunEvents
     from workflows.mcp_tools import RunMCPTools
     from workflows.spans import hook_point_span, hook_span, model_call_span, run_span, tool_call_span
     from workflows.stored_conversation import StoredConversation
@@ -80,6 +81,7 @@ class AgentWorkflow(ConversationTurns):
         self._done = False
         self._continuations = 0
         self._conversation = StoredConversation()
+        self.live = RunEvents(run_input.stream_state, self)
         # Made here, not in run(): a message sent with the start (update-with-start) is handled
         # before run() begins, and Temporal does not hold Updates for handlers registered later.
         snapshot = run_input.snapshot
@@ -88,6 +90,7 @@ class AgentWorkflow(ConversationTurns):
             session=run_input.wait_for_user_seconds is not None,
             snapshot=snapshot.session if snapshot else None,
         )
+        self.chat.on_accept = self.live.message_received
         self._cancel_reason: str | None = None
         self._body: asyncio.Task[None] | None = None
         #: Results of this step's tool calls whose activity has completed, by call id.
@@ -196,6 +199,7 @@ class AgentWorkflow(ConversationTurns):
             state=state,
             hook_token_usage=dict(snapshot.hook_token_usage) if snapshot else {},
             parent_run_id=parent.workflow_id if (parent := workflow.info().parent) else None,
+            publish=self.live.publish,
         )
         self.run_context = context
         hooks = agent.distinct_hooks()
@@ -251,6 +255,7 @@ class AgentWorkflow(ConversationTurns):
         if (chat := self._require_chat()).inbox:  # delivered at the step boundary, in arrival order
             state.set("messages", chat.take())
         state.set("tools", list(agent.tool_specs), handler_override=replace_values)
+        self.live.publish("step_started")
         await self._run_hooks(BEFORE_LLM)
         if (reason := state.data.get("stop_run")) is not None:
             state.set("exit_reason", reason)
@@ -266,6 +271,7 @@ class AgentWorkflow(ConversationTurns):
             tools=agent.tool_specs,
             settings=agent.model_settings,
             step=state.data["step_count"],
+            live=self.live.token_stream(agent),
         )
         try:
             with model_call_span(agent.model):
@@ -275,6 +281,7 @@ class AgentWorkflow(ConversationTurns):
                 raise asyncio.CancelledError() from err
             raise model_call_failure(err, agent.model_retry_timeout) from err
         reply = output.message
+        self.live.model_reply(reply)
         self._conversation.record(sent, reply, output.conversation_head, output.conversation_covers_reply)
         state.set("messages", [reply])
         if isinstance(usage := reply.meta.get("usage"), dict):
@@ -366,9 +373,11 @@ class AgentWorkflow(ConversationTurns):
                 step=step,
                 offload=self._offload_instruction(call, index),
             )
+            self.live.tool_started(call)
             async with bound, tool_call_span(call, step):
                 output = await self._cancellable(run_tool_call(agent, spec, request, self._mcp))
             message = ChatMessage.from_tool(output.result, origin=call, error=output.error, meta=output.meta)
+            self.live.tool_finished(call, output.result, output.error)
             if call.id is not None:
                 self._finished_tool_results[call.id] = message
             return message
@@ -464,6 +473,7 @@ class AgentWorkflow(ConversationTurns):
             snapshot=snapshot,
             wait_for_user_seconds=run_input.wait_for_user_seconds,
             last_message_only=run_input.last_message_only,
+            stream_state=self.live.carried_state(),
         )
 
     def _session_snapshot(self, run_input: AgentRunInput, between_turns: bool) -> Any:

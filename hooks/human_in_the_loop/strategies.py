@@ -233,6 +233,9 @@ class DurableConfirmationStrategy:
             **self._request_extras(),
         )
         registry.publish(request, schema=spec.parameters if spec is not None else None, limits=self.limits)
+        run.publish_event(
+            "approval_requested", {"tool_call_id": tool_call_id, "tool_name": tool_name, "arguments": tool_params}
+        )
         notifying = [self._notify("approval_requested", request, within=self.timeout)]
 
         def escalated(request: PendingConfirmation, number: int) -> None:
@@ -251,6 +254,16 @@ class DurableConfirmationStrategy:
                     task.cancel()
         registry.close(tool_call_id)
         self._notify("approval_expired" if timed_out else "approval_decided", request, record=record)
+        run.publish_event(
+            "decision",
+            {
+                "tool_call_id": tool_call_id,
+                "action": decision.action,
+                "approver": record.approver,
+                "feedback": decision.feedback,
+                "via": record.via,
+            },
+        )
 
         result = ConfirmationUIResult(
             action=decision.action, feedback=decision.feedback, new_tool_params=decision.new_tool_params
