@@ -61,7 +61,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.mcp_tools import RunMCPTools
     from workflows.spans import hook_point_span, hook_span, model_call_span, run_span, tool_call_span
     from workflows.stored_conversation import StoredConversation
-    from workflows.tool_dispatch import run_tool_call
+    from workflows.tool_dispatch import exit_condition_tool, refusal, run_tool_call
     from workflows.turns import DEFAULT_CANCEL_REASON, ConversationTurns
 
 
@@ -312,7 +312,7 @@ class AgentWorkflow(ConversationTurns):
         await self._run_hooks(AFTER_TOOL)
 
         state.set("step_count", state.data["step_count"] + 1)
-        exit_tool = self._exit_condition_tool(agent, calls, tool_messages)
+        exit_tool = exit_condition_tool(agent, calls, tool_messages)
         if exit_tool is not None:
             state.set("exit_reason", exit_tool)
             return await self._continue_after_exit_hooks()
@@ -329,21 +329,6 @@ class AgentWorkflow(ConversationTurns):
         context.state.set("continue_run", False)
         return keep_going
 
-    @staticmethod
-    def _exit_condition_tool(agent: AgentSpec, calls: list[ToolCall], tool_messages: list[ChatMessage]) -> str | None:
-        """The exit-condition tool that ran without error; an errored one cancels the exit (as Haystack)."""
-        if agent.exit_conditions == [EXIT_TEXT]:
-            return None
-        errored = {m.tool_call_result.origin.tool_name for m in tool_messages if m.tool_call_result.error}
-        first = None
-        for call in calls:
-            if call.tool_name not in agent.exit_conditions:
-                continue
-            if call.tool_name in errored:
-                return None
-            first = first or call.tool_name
-        return first
-
     # -- tools -------------------------------------------------------------------------------
 
     async def _run_tools(self, calls: list[ToolCall]) -> list[ChatMessage]:
@@ -354,18 +339,9 @@ class AgentWorkflow(ConversationTurns):
         bound = asyncio.Semaphore(agent.max_concurrent_tool_calls)
 
         async def run_one(index: int, call: ToolCall) -> ChatMessage:
-            if (spec := agent.tool_spec(call.tool_name)) is None:
-                available = ", ".join(t.name for t in agent.tool_specs)
-                return ChatMessage.from_tool(
-                    f"Unknown tool '{call.tool_name}'. Available tools: {available}.", origin=call, error=True
-                )
-            if call.extra and "invalid_arguments" in call.extra:
-                return ChatMessage.from_tool(
-                    f"The arguments for '{call.tool_name}' are not a valid JSON object: "
-                    f"{call.extra['invalid_arguments']!r}. Call the tool again with valid JSON arguments.",
-                    origin=call,
-                    error=True,
-                )
+            if (refused := refusal(agent, call)) is not None:
+                return refused
+            spec = agent.tool_spec(call.tool_name)
             request = ToolInvocationInput(
                 run_id=context.run_id,
                 tool_call=call,

@@ -12,9 +12,11 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.tool_invocation import ToolInvocationInput, ToolInvocationOutput, call_tool, call_tool_local
+    from core.messages import ChatMessage, ToolCall
     from core.spec import AgentSpec
     from core.tools import ToolSpec
     from workflows.children import run_sub_agent
+    from workflows.failures import EXIT_TEXT
     from workflows.mcp_tools import RunMCPTools
 
 
@@ -36,3 +38,36 @@ async def run_tool_call(
     if spec.local:
         return await call_tool_local(request)
     return await call_tool(request)
+
+
+def refusal(agent: AgentSpec, call: ToolCall) -> ChatMessage | None:
+    """The error result for a call the run cannot make (an unknown tool, arguments that are not a
+    JSON object), which the model sees; None when the call can run."""
+    if agent.tool_spec(call.tool_name) is None:
+        available = ", ".join(t.name for t in agent.tool_specs)
+        return ChatMessage.from_tool(
+            f"Unknown tool '{call.tool_name}'. Available tools: {available}.", origin=call, error=True
+        )
+    if call.extra and "invalid_arguments" in call.extra:
+        return ChatMessage.from_tool(
+            f"The arguments for '{call.tool_name}' are not a valid JSON object: "
+            f"{call.extra['invalid_arguments']!r}. Call the tool again with valid JSON arguments.",
+            origin=call,
+            error=True,
+        )
+    return None
+
+
+def exit_condition_tool(agent: AgentSpec, calls: list[ToolCall], tool_messages: list[ChatMessage]) -> str | None:
+    """The exit-condition tool that ran without error; an errored one cancels the exit (as Haystack)."""
+    if agent.exit_conditions == [EXIT_TEXT]:
+        return None
+    errored = {m.tool_call_result.origin.tool_name for m in tool_messages if m.tool_call_result.error}
+    first = None
+    for call in calls:
+        if call.tool_name not in agent.exit_conditions:
+            continue
+        if call.tool_name in errored:
+            return None
+        first = first or call.tool_name
+    return first
