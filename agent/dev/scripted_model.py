@@ -316,7 +316,7 @@ class ScriptedModelServer:
     ) -> None:
         if latency < 0 or stream_pace < 0 or stream_ttfb < 0 or chunk_chars < 1:
             raise ValueError(
-                f"latency, stream_pace and stream_ttfb must be 0 or more and chunk_chars at least 1, got "
+                f"latency, stream_pace and stream_ttfb must be at least 0 seconds and chunk_chars at least 1, got "
                 f"{latency!r}, {stream_pace!r}, {stream_ttfb!r}, {chunk_chars!r}."
             )
         self._script = _Script(stream_pace, stream_ttfb, chunk_chars)
