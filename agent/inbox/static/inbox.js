@@ -1,6 +1,7 @@
-// The inbox's only script (no third-party code): live rows on the waiting list, and a check of
-// the Modify editor's JSON against the tool's schema before the form is sent. The run's Update
-// validator checks the arguments again; this check only saves a round trip.
+// The inbox's only script (no third-party code): live rows on the waiting list, a run's live
+// events (Server-Sent Events) on its run and conversation pages, and a check of the Modify
+// editor's JSON against the tool's schema before the form is sent. The run's Update validator
+// checks the arguments again; this check only saves a round trip.
 "use strict";
 
 function startLiveRows() {
@@ -28,6 +29,111 @@ function startLiveRows() {
     }
   }
   setInterval(poll, every);
+}
+
+// -- a run's live events ------------------------------------------------------------------------
+// The list with data-events-url gets one line per event; the answer being written grows token by
+// token in its line (keyed "r:turn:step"). Lines carry keys (messages "m:id", turns "t:n:what")
+// so that an event the page already shows from history is not shown twice. EventSource resends
+// the last event id (the offset) when it reconnects, so the stream resumes where it stopped.
+
+function liveLine(list, key, className, who, text) {
+  const li = document.createElement("li");
+  li.className = className;
+  if (key) li.dataset.key = key;
+  if (who) {
+    const strong = document.createElement("strong");
+    strong.textContent = who;
+    li.append(strong, ": ");
+  }
+  const span = document.createElement("span");
+  span.className = "text";
+  span.textContent = text;
+  li.append(span);
+  list.append(li);
+  return li;
+}
+
+function keyed(list, key) {
+  return Array.from(list.querySelectorAll("[data-key]")).find((li) => li.dataset.key === key) || null;
+}
+
+function describeCall(data) {
+  return data.tool_name + "(" + JSON.stringify(data.arguments || {}) + ")";
+}
+
+// What one event does to the list.
+function showEvent(list, event) {
+  const d = event.data || {};
+  const reply = "r:" + event.turn + ":" + event.step;
+  const answer = keyed(list, reply);
+  if (event.kind === "token") {
+    const attempt = d.attempt || 1;
+    const li = answer || liveLine(list, reply, "msg assistant streaming", "assistant", "");
+    const shown = Number(li.dataset.attempt || attempt);
+    if (!li.classList.contains("streaming") || attempt < shown) return;
+    if (attempt > shown) li.querySelector(".text").textContent = "";
+    li.dataset.attempt = String(attempt);
+    li.querySelector(".text").textContent += d.text || "";
+  } else if (event.kind === "model_retry") {
+    if (!answer || !answer.classList.contains("streaming")) return;
+    answer.querySelector(".text").textContent = "";
+    answer.dataset.attempt = String(d.attempt);
+    const note = liveLine(list, "", "turn muted", "", "the model call broke and is retried (attempt " + d.attempt + "): its answer starts over");
+    list.insertBefore(note, answer);
+  } else if (event.kind === "model_reply") {
+    const calls = (d.tool_calls || []).map((c) => c.tool_name);
+    if (answer && answer.classList.contains("streaming")) {
+      if (d.text) answer.querySelector(".text").textContent = d.text;
+      else answer.remove();
+      answer.classList.remove("streaming");
+    } else if (!answer && d.text) {
+      liveLine(list, reply, "msg assistant", "assistant", d.text);
+    }
+    if (calls.length) liveLine(list, "", "turn muted", "", "the model asked for " + calls.join(", "));
+  } else if (event.kind === "message_received") {
+    const key = "m:" + d.message_id;
+    if (!keyed(list, key)) liveLine(list, key, "msg user", d.sender || "user", d.text);
+  } else if (event.kind === "turn_started" || event.kind === "turn_ended") {
+    const what = event.kind.slice(5);
+    const key = "t:" + event.turn + ":" + what;
+    if (!keyed(list, key)) liveLine(list, key, "turn muted", "", "turn " + event.turn + " " + what);
+  } else {
+    const text = {
+      tool_started: () => "tool " + describeCall(d) + " started",
+      tool_finished: () => "tool " + d.tool_name + (d.error ? " failed: " : " → ") + (d.result_preview || ""),
+      approval_requested: () => "waiting for approval of " + describeCall(d) + " (" + d.tool_call_id + ")",
+      decision: () => d.action + " of " + d.tool_call_id + (d.approver ? " by " + d.approver : ""),
+      run_ended: () => "run ended: " + d.exit_reason,
+    }[event.kind];
+    if (text) liveLine(list, "", "turn muted live-event " + event.kind, "", text());
+  }
+}
+
+function startLiveEvents() {
+  const list = document.querySelector("[data-events-url]");
+  if (!list || typeof EventSource === "undefined") return;
+  const state = document.getElementById("live-state");
+  const say = (text, bad) => {
+    if (!state) return;
+    state.textContent = text;
+    state.classList.toggle("offline", Boolean(bad));
+  };
+  const source = new EventSource(list.dataset.eventsUrl + "?from=" + (list.dataset.nextOffset || "0"));
+  source.onopen = () => say("live");
+  source.onmessage = (message) => {
+    showEvent(list, JSON.parse(message.data));
+    list.dataset.lastOffset = message.lastEventId;
+  };
+  source.onerror = () => say("connection lost, reconnecting", true);
+  source.addEventListener("end", () => {
+    source.close();
+    say("the run ended");
+  });
+  source.addEventListener("unavailable", (message) => {
+    source.close();
+    say(message.data, true);
+  });
 }
 
 const JSON_TYPES = {
@@ -135,6 +241,7 @@ function startCallWatch() {
 
 document.addEventListener("DOMContentLoaded", () => {
   startLiveRows();
+  startLiveEvents();
   startSchemaCheck();
   startCallWatch();
 });
