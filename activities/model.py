@@ -24,6 +24,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.conversation import ConversationStore
 from activities.heartbeat import HEARTBEAT_TIMEOUT, with_heartbeats
+from activities.model_stream import TokenStream, streamed_completion
 from core.messages import ChatMessage, ChatRole, ToolCall
 from core.settings import model_endpoint
 from core.spec import DEFAULT_MODEL_RETRY_TIMEOUT
@@ -52,6 +53,8 @@ class ModelCallInput(BaseModel):
     :param endpoint: None for the worker's own endpoint (``OPENAI_BASE_URL``/``OPENAI_API_KEY``); else an
         environment prefix naming another one: the worker calls ``{endpoint}_OPENAI_BASE_URL`` with
         ``{endpoint}_OPENAI_API_KEY``. Only the name travels; URLs and keys stay on the worker.
+    :param live: Set when the agent streams tokens: the call is streamed and its text published
+        as ``token`` events of this step (activities/model_stream.py).
     """
 
     model: str
@@ -61,6 +64,7 @@ class ModelCallInput(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     purpose: Literal["agent", "hook"] = "agent"
     endpoint: str | None = None
+    live: TokenStream | None = None
 
 
 class ModelCallOutput(BaseModel):
@@ -240,9 +244,12 @@ class ModelActivities:
             body["tools"] = to_openai_tools(request.tools)
         body.update(request.settings)
         try:
-            raw = await with_heartbeats(
-                client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=_RAW_RESPONSE)
-            )
+            if request.live is not None:
+                completion = await with_heartbeats(streamed_completion(client, body, request.live))
+            else:
+                raw = await with_heartbeats(
+                    client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=_RAW_RESPONSE)
+                )
         except openai.APIStatusError as exc:
             raise _classify(exc, request, client) from exc
         except openai.APIConnectionError as exc:  # timeouts too; retried, but saying which endpoint failed
@@ -251,7 +258,7 @@ class ModelActivities:
                 f"{request.model!r}: {exc.message} ({exc.__cause__!r}).",
                 type=TRANSIENT_MODEL_ERROR,
             ) from exc
-        output = from_openai_response(_parse_completion(raw))
+        output = from_openai_response(completion if request.live is not None else _parse_completion(raw))
         if self.conversations is not None and request.purpose == "agent":
             # Heartbeats go on while the segment is written: under load the write waits for a
             # thread and for S3, and a silent wait past HEARTBEAT_TIMEOUT would retry the whole

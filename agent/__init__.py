@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent.agent import Agent
     from agent.client import AgentRunHandle, connect, get_run
+    from core.events import ReplyText, RunEvent
     from core.messages import ChatMessage, ChatRole, ToolCall, ToolCallResult
     from core.payloads import AgentRunResult, RunStatus
     from core.state import State
@@ -28,6 +29,8 @@ _EXPORTS: dict[str, str] = {
     "AgentRunHandle": "agent.client",
     "AgentRunResult": "core.payloads",
     "RunStatus": "core.payloads",
+    "RunEvent": "core.events",
+    "ReplyText": "core.events",
     "connect": "agent.client",
     "get_run": "agent.client",
     "ChatMessage": "core.messages",
@@ -49,6 +52,8 @@ __all__ = [
     "AgentRunHandle",
     "AgentRunResult",
     "RunStatus",
+    "RunEvent",
+    "ReplyText",
     "connect",
     "get_run",
     "ChatMessage",

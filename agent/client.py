@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -19,9 +20,11 @@ from agent.approvals.decisions import (
     query_pending,
     submit_decision,
 )
+from agent.live import run_events
 from agent.run_history import last_failures
 from agent.run_problems import failing_workflow_task
 from core.checks import check_search_attributes
+from core.events import RunEvent
 from core.messages import ChatMessage
 from core.payloads import (
     ActivityRetry,
@@ -178,6 +181,11 @@ class AgentRunHandle:
 
     def __repr__(self) -> str:
         return f"AgentRunHandle({self.run_id!r})"
+
+    def events(self, from_offset: int = 0) -> AsyncIterator[RunEvent]:
+        """The run's events as they happen (DESIGN.md "Live"; see :func:`agent.live.run_events`);
+        resume with ``from_offset=last.offset + 1``: nothing missed, nothing twice."""
+        return run_events(self.client, self.run_id, from_offset)
 
     # -- conversations (DESIGN.md "Conversations"; wire API in docs/api.md) ------------------
 

@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 from pydantic import BaseModel, Field
+from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from core.messages import ChatMessage
 
@@ -140,6 +141,7 @@ class AgentRunInput(BaseModel):
     :param snapshot: Set only when the run continues as new.
     :param wait_for_user_seconds: A session: after each turn, wait this long for the next message
         (then end with ``exit_reason="idle"``). None: the run ends after its first turn.
+    :param stream_state: The run's event stream, carried across continue-as-new (workflows/live.py).
     """
 
     agent: dict[str, Any]
@@ -148,6 +150,7 @@ class AgentRunInput(BaseModel):
     state: dict[str, Any] = Field(default_factory=dict)
     snapshot: RunSnapshot | None = None
     wait_for_user_seconds: float | None = None
+    stream_state: WorkflowStreamState | None = None
 
 
 class AgentRunResult(BaseModel):

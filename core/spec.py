@@ -130,6 +130,9 @@ class AgentSpec:
     :param model_retry_timeout: How long one model call is retried (HTTP 5xx, timeouts, bodies
         that are not completions) before the run fails with the last error; 30 minutes by default.
     :param participants: Who may send messages into a run (``UserMessage.sender``); None: anyone.
+    :param stream_tokens: Stream each model call and publish its text to the run's events as it
+        arrives (``token`` events, DESIGN.md "Live"); the recorded reply is the same either way.
+    :raises TypeError: For a ``stream_tokens`` that is not a bool.
     :raises ValueError: For an unknown hook point, a hook outside its allowed points, a reserved
         or malformed ``state_schema`` key, duplicate tool names, an exit condition naming no
         tool, ``max_agent_steps < 1``, or ``participants`` that is not a non-empty list of names.
@@ -150,7 +153,11 @@ class AgentSpec:
         continue_as_new_after_events: int = DEFAULT_CONTINUE_AS_NEW_AFTER_EVENTS,
         model_retry_timeout: timedelta = DEFAULT_MODEL_RETRY_TIMEOUT,
         participants: list[str] | None = None,
+        stream_tokens: bool = False,
     ) -> None:
+        if not isinstance(stream_tokens, bool):
+            raise TypeError(f"stream_tokens must be True or False, got {stream_tokens!r}.")
+        self.stream_tokens = stream_tokens
         self.model = model
         self.tool_specs: list[ToolSpec] = [
             t.spec if isinstance(t, Tool) else ToolSpec.model_validate(t) for t in flatten_tools(tools)
@@ -286,6 +293,7 @@ class AgentSpec:
             "continue_as_new_after_events": self.continue_as_new_after_events,
             "model_retry_timeout_seconds": self.model_retry_timeout.total_seconds(),
             "participants": self.participants,
+            "stream_tokens": self.stream_tokens,
         }
 
     @classmethod
@@ -306,4 +314,5 @@ class AgentSpec:
                 seconds=data.get("model_retry_timeout_seconds", DEFAULT_MODEL_RETRY_TIMEOUT.total_seconds())
             ),
             participants=data.get("participants"),
+            stream_tokens=data.get("stream_tokens", False),
         )

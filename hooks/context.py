@@ -59,6 +59,8 @@ class RunContext:
     state: State
     phase: str = "starting"
     hook_token_usage: dict[str, Any] = field(default_factory=dict)
+    #: Appends an event to the run's live stream (``kind``, ``data``; DESIGN.md "Live"); set by the run loop.
+    publish: Callable[[str, dict[str, Any]], None] | None = field(default=None, repr=False)
     _slots: dict[type, Any] = field(default_factory=dict, init=False, repr=False)
 
     def slot(self, kind: type[T]) -> T | None:
@@ -79,6 +81,11 @@ class RunContext:
                 )
             self._slots[kind] = found
         return found
+
+    def publish_event(self, kind: str, data: dict[str, Any]) -> None:
+        """Tell the run's watchers (a ``RunEvent`` of ``kind``, see core/events.py); nothing when no stream is set."""
+        if self.publish is not None:
+            self.publish(kind, data)
 
     def add_hook_usage(self, usage: dict[str, Any]) -> None:
         """Count a hook's model call."""

@@ -57,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
         model_call_failure,
         model_exit_reason,
     )
+    from workflows.live import RunEvents
     from workflows.spans import hook_point_span, hook_span, model_call_span, run_span, tool_call_span
     from workflows.stored_conversation import StoredConversation
     from workflows.turns import DEFAULT_CANCEL_REASON, ConversationTurns
@@ -78,6 +79,7 @@ class AgentWorkflow(ConversationTurns):
         self._done = False
         self._continuations = 0
         self._conversation = StoredConversation()
+        self.live = RunEvents(run_input.stream_state, self)
         # Made here, not in run(): a message sent with the start (update-with-start) is handled
         # before run() begins, and Temporal does not hold Updates for handlers registered later.
         snapshot = run_input.snapshot
@@ -86,6 +88,7 @@ class AgentWorkflow(ConversationTurns):
             session=run_input.wait_for_user_seconds is not None,
             snapshot=snapshot.session if snapshot else None,
         )
+        self.chat.on_accept = self.live.message_received
         self._cancel_reason: str | None = None
         self._body: asyncio.Task[None] | None = None
         #: Results of this step's tool calls whose activity has completed, by call id.
@@ -191,6 +194,7 @@ class AgentWorkflow(ConversationTurns):
             agent=agent,
             state=state,
             hook_token_usage=dict(snapshot.hook_token_usage) if snapshot else {},
+            publish=self.live.publish,
         )
         self.run_context = context
         hooks = agent.distinct_hooks()
@@ -245,6 +249,7 @@ class AgentWorkflow(ConversationTurns):
         if (chat := self._require_chat()).inbox:  # delivered at the step boundary, in arrival order
             state.set("messages", chat.take())
         state.set("tools", list(agent.tool_specs), handler_override=replace_values)
+        self.live.publish("step_started")
         await self._run_hooks(BEFORE_LLM)
         if (reason := state.data.get("stop_run")) is not None:
             state.set("exit_reason", reason)
@@ -259,6 +264,7 @@ class AgentWorkflow(ConversationTurns):
             conversation_head=head,
             tools=agent.tool_specs,
             settings=agent.model_settings,
+            live=self.live.token_stream(agent),
         )
         try:
             with model_call_span(agent.model):
@@ -268,6 +274,7 @@ class AgentWorkflow(ConversationTurns):
                 raise asyncio.CancelledError() from err
             raise model_call_failure(err, agent.model_retry_timeout) from err
         reply = output.message
+        self.live.model_reply(reply)
         self._conversation.record(sent, reply, output.conversation_head)
         state.set("messages", [reply])
         if isinstance(usage := reply.meta.get("usage"), dict):
@@ -352,6 +359,7 @@ class AgentWorkflow(ConversationTurns):
                     origin=call,
                     error=True,
                 )
+            self.live.tool_started(call)
             async with bound, tool_call_span(call, step):
                 output = await self._cancellable(
                     call_tool(
@@ -365,6 +373,7 @@ class AgentWorkflow(ConversationTurns):
                     )
                 )
             message = ChatMessage.from_tool(output.result, origin=call, error=output.error, meta=output.meta)
+            self.live.tool_finished(call, output.result, output.error)
             if call.id is not None:
                 self._finished_tool_results[call.id] = message
             return message
@@ -459,6 +468,7 @@ class AgentWorkflow(ConversationTurns):
             hook_context=run_input.hook_context,
             snapshot=snapshot,
             wait_for_user_seconds=run_input.wait_for_user_seconds,
+            stream_state=self.live.carried_state(),
         )
 
     def _session_snapshot(self, run_input: AgentRunInput, between_turns: bool) -> Any:

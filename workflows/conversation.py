@@ -9,6 +9,7 @@ Workflow code (deterministic): message ids come from ``workflow.uuid4()``, time 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
@@ -65,6 +66,8 @@ class Conversation:
         self.closed = False
         self.waiting_for_user = False
         self._advertised = False
+        #: Called with each newly accepted message and its receipt (the run's live events).
+        self.on_accept: Callable[[UserMessage, MessageReceipt], None] | None = None
 
     # -- accepting ---------------------------------------------------------------------------
 
@@ -109,6 +112,8 @@ class Conversation:
         self.receipts[message_id] = receipt
         while len(self.receipts) > MAX_RECEIPTS:
             self.receipts.popitem(last=False)
+        if self.on_accept is not None:
+            self.on_accept(self.inbox[-1][0], receipt)
         return receipt
 
     def next_turn(self) -> int:

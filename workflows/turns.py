@@ -59,6 +59,8 @@ class ConversationTurns:
             context.state.set("messages", chat.take())
         self._done = True
         context.phase = "done"
+        self.live.publish("run_ended", {"exit_reason": context.state.data.get("exit_reason")}, in_step=False)
+        self.live.close()
         # Let in-flight Update handlers reply before the workflow completes.
         if not workflow.all_handlers_finished():
             await workflow.wait_condition(workflow.all_handlers_finished)
@@ -117,6 +119,7 @@ class ConversationTurns:
         chat = self._require_chat()
         state = self._require_context().state
         chat.in_turn = chat.turn_begun = True
+        self.live.publish("turn_started", in_step=False)
         if begin:
             if chat.inbox:
                 state.set("messages", chat.take())
@@ -145,6 +148,9 @@ class ConversationTurns:
     def _end_turn(self, exit_reason: str | None) -> None:
         data = self._require_context().state.data
         messages = data["messages"]
+        self.live.publish(
+            "turn_ended", {"exit_reason": exit_reason, "step_count": data.get("step_count", 0)}, in_step=False
+        )
         self._require_chat().finish_turn(
             TurnResult(
                 turn=self._require_chat().turn,
@@ -155,6 +161,7 @@ class ConversationTurns:
         )
 
     async def _continue_as_new(self, agent: AgentSpec, run_input: AgentRunInput, between_turns: bool) -> None:
+        self.live.close()  # subscribers' waiting polls return and follow to the next run
         if not workflow.all_handlers_finished():
             await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(self._snapshot_input(agent, run_input, between_turns))

@@ -288,6 +288,9 @@ class DurableConfirmationStrategy:
             **self._request_extras(),
         )
         registry.publish(request, schema=spec.parameters if spec is not None else None, limits=self.limits)
+        run.publish_event(
+            "approval_requested", {"tool_call_id": tool_call_id, "tool_name": tool_name, "arguments": tool_params}
+        )
         notifying = start_notification(self.notify_url, run.run_id, request, self.timeout)
         try:
             await workflow.wait_condition(
@@ -305,6 +308,16 @@ class DurableConfirmationStrategy:
             if notifying is not None and not notifying.done():
                 notifying.cancel()
         registry.close(tool_call_id)
+        run.publish_event(
+            "decision",
+            {
+                "tool_call_id": tool_call_id,
+                "action": decision.action,
+                "approver": record.approver,
+                "feedback": decision.feedback,
+                "via": record.via,
+            },
+        )
 
         result = ConfirmationUIResult(
             action=decision.action, feedback=decision.feedback, new_tool_params=decision.new_tool_params
