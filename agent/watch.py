@@ -154,7 +154,8 @@ class WatchTranscript(LiveTranscript):
 
     def _on_message_received(self, event: Any, data: dict) -> None:
         who = data.get("sender") or "someone (no sender)"
-        self.line(f"  message from {who} for turn {event.turn}: {preview(str(data.get('text') or ''))}")
+        turn = data.get("turn", event.turn)
+        self.line(f"  message from {who} for turn {turn}: {preview(str(data.get('text') or ''))}")
 
 
 class RunWatcher:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
@@ -23,6 +22,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError
 
 from agent.inbox.pages import InboxContext, PageError
+from core.events import ReplyText, RunEvent
 
 #: What a failed read of the live events raises.
 STREAM_ERRORS = (RPCError, WorkflowQueryFailedError, WorkflowUpdateFailedError)
@@ -108,23 +108,17 @@ async def read_so_far(inbox: InboxContext, run_id: str) -> SoFar:
     return SoFar(next_offset=events[-1].offset + 1 if events else end, answer=text, answer_key=key)
 
 
-def answer_in_progress(events: list[Any]) -> tuple[str, str]:
+def answer_in_progress(events: list[RunEvent]) -> tuple[str, str]:
     """``(turn:step, text)`` of the model call whose tokens came last and whose reply has not:
-    the tokens of its latest attempt, joined (a ``model_retry`` drops the text before it).
+    its latest attempt's text (:class:`core.events.ReplyText` drops a retried attempt's).
     ``("", "")`` when no answer is being written."""
-    key, parts, attempt = "", [], 0
+    texts = ReplyText()
+    writing: tuple[int, int | None] | None = None
     for event in events:
-        where = f"{event.turn}:{event.step}"
-        if event.kind == "token":
-            if where != key:
-                key, parts, attempt = where, [], 0
-            token_attempt = int(event.data.get("attempt") or 1)
-            if token_attempt > attempt:
-                parts, attempt = [], token_attempt
-            if token_attempt == attempt:
-                parts.append(str(event.data.get("text") or ""))
-        elif event.kind == "model_retry" and where == key:
-            parts, attempt = [], int(event.data.get("attempt") or attempt + 1)
-        elif event.kind == "model_reply" and where == key:
-            key, parts = "", []
-    return (key, "".join(parts)) if key else ("", "")
+        if texts.add(event) is not None and event.kind == "token":
+            writing = (event.turn, event.step)
+        elif event.kind == "model_reply" and (event.turn, event.step) == writing:
+            writing = None
+    if writing is None:
+        return "", ""
+    return f"{writing[0]}:{writing[1]}", texts.text(*writing)
