@@ -40,6 +40,9 @@ function startLiveRows() {
 function liveLine(list, key, className, who, text) {
   const li = document.createElement("li");
   li.className = className;
+  // the same test ids as the lines the server renders: message-<role>, or turn-line
+  const [kind, role] = className.split(" ");
+  li.dataset.testid = kind === "msg" ? "message-" + role : "turn-line";
   if (key) li.dataset.key = key;
   if (who) {
     const strong = document.createElement("strong");
