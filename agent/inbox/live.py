@@ -11,6 +11,7 @@ subscribes with ``?from=`` the next offset. When the run ends the stream sends a
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -71,6 +72,18 @@ async def run_events(inbox: InboxContext, run_id: str, start: int) -> AsyncItera
     yield ServerSentEvent("the run ended", event="end")
 
 
+async def next_offset(inbox: InboxContext, run_id: str) -> int | None:
+    """The offset the run's next event will have, or None when the run has ended (its page has
+    it all from history and subscribes to nothing) or its stream cannot be read."""
+    try:
+        description = await inbox.client.get_workflow_handle(run_id).describe()
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            return None
+        return await WorkflowStreamClient.create(inbox.client, run_id).get_offset()
+    except STREAM_ERRORS:
+        return None
+
+
 @dataclass
 class SoFar:
     """What a page rendered now shows of the live stream.
@@ -90,20 +103,21 @@ async def read_so_far(inbox: InboxContext, run_id: str) -> SoFar:
     """The stream's next offset and the answer being written, read before the page's history so
     that the page's subscription misses nothing. A run whose stream cannot be read gives an empty
     :class:`SoFar` (the page then subscribes from 0, and the stream says it is unavailable)."""
-    try:
-        description = await inbox.client.get_workflow_handle(run_id).describe()
-        if description.status != WorkflowExecutionStatus.RUNNING:
-            return SoFar()  # an ended run's page has it all from history and subscribes to nothing
-        end = await WorkflowStreamClient.create(inbox.client, run_id).get_offset()
-        if end == 0:
-            return SoFar()
-        events = []
+    end = await next_offset(inbox, run_id)
+    if not end:
+        return SoFar()
+    events: list[RunEvent] = []
+
+    async def read() -> None:
         async for event in inbox.handle(run_id).events(from_offset=0):
             events.append(event)
             if event.offset >= end - 1:
-                break
-    except STREAM_ERRORS:
-        return SoFar()
+                return
+
+    try:
+        await asyncio.wait_for(read(), inbox.settings.query_timeout.total_seconds())
+    except (*STREAM_ERRORS, TimeoutError):
+        return SoFar(next_offset=end)  # the page shows no half-written answer; the stream goes on from here
     key, text = answer_in_progress(events)
     return SoFar(next_offset=events[-1].offset + 1 if events else end, answer=text, answer_key=key)
 

@@ -114,7 +114,7 @@ function showEvent(list, event) {
 }
 
 function startLiveEvents() {
-  const list = document.querySelector("[data-events-url]");
+  const list = document.querySelector("ol[data-events-url]");
   if (!list || typeof EventSource === "undefined") return;
   const state = document.getElementById("live-state");
   const say = (text, bad) => {
@@ -222,24 +222,41 @@ function startSchemaCheck() {
   });
 }
 
-// On a call page: tell the person when someone else has decided the call meanwhile.
+// On a call page: tell the person when someone else has decided the call meanwhile, from the
+// run's events (a decision event for this call), or by polling the call's state when the run's
+// events cannot be read.
 function startCallWatch() {
   const banner = document.getElementById("decided-elsewhere");
   if (!banner) return;
-  const every = Number(banner.dataset.pollMs) || 1500;
-  const timer = setInterval(async () => {
-    try {
-      const response = await fetch(banner.dataset.stateUrl, { credentials: "same-origin" });
-      if (!response.ok) return;
-      const state = await response.json();
-      if (!state.waiting) {
-        banner.hidden = false;
-        clearInterval(timer);
+  const poll = () => {
+    const timer = setInterval(async () => {
+      try {
+        const response = await fetch(banner.dataset.stateUrl, { credentials: "same-origin" });
+        if (!response.ok) return;
+        const state = await response.json();
+        if (!state.waiting) {
+          banner.hidden = false;
+          clearInterval(timer);
+        }
+      } catch (err) {
+        // offline for a moment: try again on the next tick
       }
-    } catch (err) {
-      // offline for a moment: try again on the next tick
+    }, Number(banner.dataset.pollMs) || 1500);
+  };
+  if (!banner.dataset.eventsUrl || typeof EventSource === "undefined") return poll();
+  const source = new EventSource(banner.dataset.eventsUrl + "?from=" + banner.dataset.nextOffset);
+  source.onmessage = (message) => {
+    const event = JSON.parse(message.data);
+    if (event.kind === "decision" && event.data.tool_call_id === banner.dataset.callId) {
+      banner.hidden = false;
+      source.close();
     }
-  }, every);
+  };
+  source.addEventListener("end", () => source.close());
+  source.addEventListener("unavailable", () => {
+    source.close();
+    poll();
+  });
 }
 
 document.addEventListener("DOMContentLoaded", () => {
