@@ -1,19 +1,24 @@
 """``agent watch RUN``: follow one run live until it ends.
 
-Every ~0.5 s the watcher reads ``describe()`` (``AgentRunHandle.health()``), the history events it
-has not seen yet, decoded by :mod:`agent.run_history` (model replies, tool calls as they complete
-with their arguments and a preview of the result, decisions on confirmations with who decided,
-messages people sent and who sent them, and a session's turns as they start and end)
-and, while the run is open, the ``run_status`` query (step and phase; 5 s deadline) and, when the
-run waits for a person, the pending calls with the command that approves each. Problems are
-printed once each: no worker polling the run's task queue, a workflow task that keeps failing
-(its attempt, error, the fix and, for non-determinism, a hint; the watcher goes on, since fixed
-code lets the run resume), a model call being retried. At the end it prints the exit reason (or
-the failure) and returns the exit code: 0 when the run completed, 1 otherwise. ``agent run
---wait`` uses it without the history lines.
+What happened comes from the run's live events (``AgentRunHandle.events()``, printed through
+:class:`agent.live_view.LiveTranscript`): each model call's answer as its tokens arrive (when the
+agent streams them), tool calls with their arguments and a preview of the result, decisions with
+who decided, messages people sent, and a session's turns. A run whose events cannot be read
+(started by code that publishes none) is followed through its history instead, decoded by
+:mod:`agent.run_history`, which gives the same lines without the tokens.
+
+Every ~0.5 s the watcher also reads ``describe()`` (``AgentRunHandle.health()``) and, while the run
+is open, the ``run_status`` query (step and phase; 5 s deadline) and, when the run waits for a
+person, the pending calls with the command that approves each. Problems are printed once each: no
+worker polling the run's task queue, a workflow task that keeps failing (its attempt, error, the
+fix and, for non-determinism, a hint; the watcher goes on, since fixed code lets the run resume),
+a model call being retried. At the end it prints the exit reason (or the failure) and returns the
+exit code: 0 when the run completed, 1 otherwise. ``agent run --wait`` uses it without the event
+lines.
 
 On a terminal the step and phase sit on a ``rich`` progress line with the events scrolling above
-it; elsewhere (a pipe, a log file, a test) every event is one plain line.
+it (and the answer's line being written on it); elsewhere (a pipe, a log file, a test) every event
+is one plain line, an answer's tokens written as they arrive.
 """
 
 from __future__ import annotations
