@@ -10,6 +10,7 @@ from playwright.async_api import expect
 
 from agent import Agent, ChatMessage
 from tests.agent.inbox.support import BROWSER_TASK_QUEUE
+from tests.support.live import ANSWER, slowly
 from tests.support.polling import eventually
 
 WAIT_MS = 30_000
@@ -48,3 +49,34 @@ async def test_the_conversation_page_shows_a_new_turn_without_a_reload(client, s
     await handle.cancel("test over")
     await expect(page.get_by_test_id("live-state")).to_have_text("the run ended", timeout=WAIT_MS)
     await eventually(handle.status, lambda s: s.done, message="the run never ended")
+
+
+async def test_the_answer_shows_while_it_streams_and_a_reload_mid_answer_shows_it_whole_once(
+    client, scripted, model, run_id, inbox, as_user
+):
+    scripted.script(model, [{"text": "Hi! Which service?"}, slowly(ANSWER)])
+    handle = await waiting_session(client, model, run_id, stream_tokens=True)
+    page = await as_user("alice")
+    await page.goto(f"{inbox}/runs/{run_id}/conversation")
+    await expect(page.get_by_test_id("live-state")).to_have_text("live", timeout=WAIT_MS)
+
+    await handle.send_message("How did the deploy go?", sender="alice")
+    streaming = page.locator('[data-testid="message-assistant"].streaming .text')
+    await expect(streaming).to_contain_text("The deploy", timeout=WAIT_MS)
+    early = await streaming.text_content()
+    assert ANSWER.startswith(early) and len(early) < len(ANSWER)  # before the model call ended
+
+    await page.reload()  # mid-answer: the page renders the answer so far and streams the rest
+    assert not (await handle.status()).waiting_for_user, "the answer ended before the reload"
+    answers = page.get_by_test_id("message-assistant").filter(has_text="The deploy")
+    await expect(answers).to_have_count(1)
+    await expect(answers).to_have_text(f"assistant: {ANSWER}", timeout=WAIT_MS)  # whole, no word twice
+    await expect(page.locator(".streaming")).to_have_count(0)
+
+    run_page = await as_user("alice")  # the run page follows the same events
+    await run_page.goto(f"{inbox}/runs/{run_id}")
+    await expect(run_page.get_by_test_id("live-state")).to_have_text("live", timeout=WAIT_MS)
+    await handle.send_message("And inventory?", sender="alice")
+    await expect(run_page.get_by_test_id("live-events")).to_contain_text("alice: And inventory?", timeout=WAIT_MS)
+    await handle.cancel("test over")
+    await expect(run_page.get_by_test_id("live-events")).to_contain_text("run ended: cancelled", timeout=WAIT_MS)
