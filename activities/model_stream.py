@@ -15,6 +15,7 @@ its tokens carry the new attempt number, so subscribers drop the earlier attempt
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from datetime import timedelta
@@ -74,7 +75,8 @@ def token_batch_interval() -> float:
 class TokenPublisher:
     """Publishes one model call's text deltas as ``token`` events, batched.
 
-    :param stream: The contrib's client to the run's stream (its own flusher sends the Signals).
+    :param stream: The contrib's client to the run's stream (its ``flush`` sends a batch as one
+        Signal, with the contrib's de-duplication; this class decides when).
     :param target: The step the tokens belong to.
     :param attempt: The activity attempt (``token`` events carry it).
     :param interval: Seconds between batches after the first (0: every delta at once).
@@ -89,22 +91,34 @@ class TokenPublisher:
         self._pending: list[str] = []
         self._last_sent: float | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._wake = asyncio.Event()
+        self._sender: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> TokenPublisher:
-        await self._stream.__aenter__()
+        self._sender = asyncio.ensure_future(self._send_loop())
         if self.attempt > 1:
             self.event("model_retry", {"attempt": self.attempt})
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         self.send()
-        await self._stream.__aexit__(*exc)  # flushes what is buffered
+        if self._sender is not None:
+            self._sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sender
+        await self._stream.flush()  # what is still buffered, and a batch a cancel interrupted
+
+    async def _send_loop(self) -> None:
+        """Send each batch as soon as it is published: one Signal at a time, never waiting for a timer."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await self._stream.flush()
 
     def event(self, kind: str, data: dict[str, Any]) -> None:
         """Publish one event of this step now."""
-        self._topic.publish(
-            {"kind": kind, "turn": self._target.turn, "step": self._target.step, "data": data}, force_flush=True
-        )
+        self._topic.publish({"kind": kind, "turn": self._target.turn, "step": self._target.step, "data": data})
+        self._wake.set()
 
     def add(self, text: str) -> None:
         """Take a text delta: sent at once when it is the first or the interval has passed, else with the next batch."""
@@ -213,9 +227,7 @@ async def streamed_completion(client: openai.AsyncOpenAI, body: dict[str, Any], 
     """
     info = activity.info()
     interval = token_batch_interval()
-    stream_client = WorkflowStreamClient.from_within_activity(
-        batch_interval=timedelta(seconds=max(interval, 0.05)), max_retry_duration=timedelta(seconds=60)
-    )
+    stream_client = WorkflowStreamClient.from_within_activity(max_retry_duration=timedelta(seconds=60))
     accumulator = CompletionAccumulator()
     async with TokenPublisher(stream_client, target, info.attempt, interval) as publisher:
         chunks = await client.post(

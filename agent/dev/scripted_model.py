@@ -16,6 +16,17 @@ Script entries (JSON):
   any entry + {"hold_until": "/path"}                     answer only once that file exists (at most
                                                            HOLD_LIMIT_SECONDS): a call kept in flight
 
+Streaming: a request with ``"stream": true`` gets the same reply as chat-completion chunks
+(server-sent events, chunked transfer encoding; usage in a last chunk when
+``stream_options.include_usage`` is set), text in pieces of ``chunk_chars`` characters. Pace it
+per entry or for the whole server (``ScriptedModelServer(stream_pace=..., stream_ttfb=...)``):
+  any entry + {"ttfb": 0.3}                               wait this many seconds before the first byte
+  any entry + {"pace": 0.02}                              and this many between two chunks
+  any entry + {"chunk_chars": 4}                          characters of text a chunk
+  any entry + {"break_after": N}                          send N chunks, then drop the connection
+                                                           (a stream broken mid-way)
+``ScriptedModelServer.sent_chunks(model)`` lists when each text chunk left (``time.time()``) and its text.
+
 A model whose script is empty calls each offered tool once with placeholder arguments, then
 answers with a labelled summary of the tool results.
 
@@ -51,11 +62,13 @@ def _hold(path: str) -> None:
 class _Script:
     """The replies left for one model name, and the requests it received."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream_pace: float = 0.0, stream_ttfb: float = 0.0, chunk_chars: int = 4) -> None:
         self.lock = threading.Lock()
         self.responses: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.requests: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.sent: dict[str, list[tuple[float, str]]] = defaultdict(list)
         self.call_ids = itertools.count(1)
+        self.stream_defaults = {"pace": stream_pace, "ttfb": stream_ttfb, "chunk_chars": chunk_chars}
 
     def set(self, model: str, responses: list[dict[str, Any]]) -> None:
         expanded: list[dict[str, Any]] = []
@@ -141,6 +154,40 @@ def _completion(
     }
 
 
+def _chunks(completion: dict[str, Any], chunk_chars: int, include_usage: bool) -> list[dict[str, Any]]:
+    """``completion`` as the chat-completion chunks a streaming endpoint sends (OpenAI's shape)."""
+    base = {k: completion[k] for k in ("id", "created", "model", "system_fingerprint")}
+    base["object"] = "chat.completion.chunk"
+    choice = completion["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]}
+
+    text = message.get("content")
+    out = [chunk({"role": "assistant", "content": "" if text is not None else None})]
+    for start in range(0, len(text or ""), max(1, chunk_chars)):
+        out.append(chunk({"content": text[start : start + max(1, chunk_chars)]}))
+    for index, call in enumerate(message.get("tool_calls") or []):
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        first = {"index": index, "id": call["id"], "type": "function"}
+        out.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {**first, "function": {"name": call["function"]["name"], "arguments": arguments[:half]}}
+                    ]
+                }
+            )
+        )
+        out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[half:]}}]}))
+    out.append(chunk({}, choice["finish_reason"]))
+    if include_usage:
+        out.append({**base, "choices": [], "usage": completion["usage"]})
+    return out
+
+
 def _handler(script: _Script) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -206,7 +253,41 @@ def _handler(script: _Script) -> type[BaseHTTPRequestHandler]:
                 raw = entry["raw"]
                 self._send(int(raw.get("status", 200)), raw["body"], content_type=raw.get("content_type", "text/plain"))
                 return
-            self._send(200, _completion(model, entry, body, script.call_ids))
+            completion = _completion(model, entry, body, script.call_ids)
+            if body.get("stream"):
+                self._stream(model, completion, {**script.stream_defaults, **(entry or {})}, body)
+            else:
+                self._send(200, completion)
+
+        def _stream(self, model: str, completion: dict[str, Any], pacing: dict[str, Any], body: dict[str, Any]) -> None:
+            """Send ``completion`` as server-sent events, paced; drop the connection after
+            ``break_after`` chunks when the entry asks for it."""
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            chunks = _chunks(completion, int(pacing["chunk_chars"]), include_usage)
+            break_after = pacing.get("break_after")
+            time.sleep(float(pacing["ttfb"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for index, chunk in enumerate(chunks):
+                if break_after is not None and index >= int(break_after):
+                    self.close_connection = True  # no terminating chunk: the client sees a broken body
+                    return
+                if index and pacing["pace"]:
+                    time.sleep(float(pacing["pace"]))
+                self._write_chunk(f"data: {json.dumps(chunk)}\n\n")
+                delta = chunk["choices"][0]["delta"] if chunk["choices"] else {}
+                if delta.get("content"):
+                    with script.lock:
+                        script.sent[model].append((time.time(), delta["content"]))
+            self._write_chunk("data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+
+        def _write_chunk(self, text: str) -> None:
+            data = text.encode()
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
 
     return Handler
 
@@ -215,10 +296,19 @@ class ScriptedModelServer:
     """The scripted model on ``127.0.0.1``; start it in-process with :meth:`start`.
 
     :param port: 0 picks a free port.
+    :param stream_pace: Seconds between two chunks of a streamed reply (an entry's ``pace`` wins).
+    :param stream_ttfb: Seconds before a streamed reply's first byte (an entry's ``ttfb`` wins).
+    :param chunk_chars: Characters of text in one chunk (an entry's ``chunk_chars`` wins).
+    :raises ValueError: For a negative pace or time to first byte, or ``chunk_chars < 1``.
     """
 
-    def __init__(self, port: int = 0) -> None:
-        self._script = _Script()
+    def __init__(self, port: int = 0, stream_pace: float = 0.0, stream_ttfb: float = 0.0, chunk_chars: int = 4) -> None:
+        if stream_pace < 0 or stream_ttfb < 0 or chunk_chars < 1:
+            raise ValueError(
+                f"stream_pace and stream_ttfb must be 0 or more and chunk_chars at least 1, got "
+                f"{stream_pace!r}, {stream_ttfb!r}, {chunk_chars!r}."
+            )
+        self._script = _Script(stream_pace, stream_ttfb, chunk_chars)
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self._script))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -254,6 +344,11 @@ class ScriptedModelServer:
         with self._script.lock:
             return list(self._script.requests.get(model, []))
 
+    def sent_chunks(self, model: str) -> list[tuple[float, str]]:
+        """``(time.time() when sent, text)`` of each streamed text chunk for ``model``, oldest first."""
+        with self._script.lock:
+            return list(self._script.sent.get(model, []))
+
     def __enter__(self) -> ScriptedModelServer:
         return self.start()
 
@@ -265,8 +360,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Run the scripted OpenAI-compatible model server (not a real model).")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
     parser.add_argument("--script", help="JSON file: {model_name: [entries...]}")
+    parser.add_argument("--stream-pace", type=float, default=0.0, help="seconds between two chunks of a streamed reply")
+    parser.add_argument("--stream-ttfb", type=float, default=0.0, help="seconds before a streamed reply's first byte")
+    parser.add_argument("--chunk-chars", type=int, default=4, help="characters of text in one streamed chunk")
     args = parser.parse_args()
-    server = ScriptedModelServer(args.port)
+    server = ScriptedModelServer(args.port, args.stream_pace, args.stream_ttfb, args.chunk_chars)
     if args.script:
         with open(args.script) as f:
             for model, responses in json.load(f).items():
