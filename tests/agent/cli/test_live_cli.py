@@ -10,6 +10,7 @@ import sys
 from datetime import timedelta
 
 from agent import Agent, ChatMessage
+from agent.live_view import retry_marker
 from tests import tools as t
 from tests.support.cli_agents import MODEL_ENV
 from tests.support.live import ANSWER, slowly
@@ -56,12 +57,17 @@ class Running:
         return self.process.returncode, self.out, err.decode()
 
 
-async def test_watch_prints_the_answer_while_the_model_still_streams_it(client, worker, scripted, model, run_id):
-    scripted.script(model, [slowly(ANSWER)])
+async def test_watch_prints_the_answer_while_the_model_still_streams_it(
+    client, worker, scripted, model, run_id, tmp_path
+):
+    go = tmp_path / "go"  # the model starts answering once the watcher is up
+    scripted.script(model, [slowly(ANSWER, hold_until=str(go))])
     handle = await Agent(model=model, stream_tokens=True).start(
         client, [ChatMessage.from_user("status?")], run_id=run_id, task_queue=worker
     )
     watching = await Running.start("watch", run_id, "--plain")
+    await watching.until(f"watching run {run_id}")
+    go.touch()
 
     early = await watching.until("model call 1 answered: The deploy")
     assert ANSWER not in early  # the first words are on screen; the model has not sent the rest
@@ -116,3 +122,21 @@ async def test_chat_started_with_a_streaming_agent(client, worker, scripted, mod
     assert code == 0, err
     assert f"assistant: {ANSWER}\n" in out
     await client.get_workflow_handle(run_id).cancel()
+
+
+async def test_watch_restarts_an_answer_whose_stream_broke_after_a_marker(client, worker, scripted, model, run_id):
+    scripted.script(model, [slowly(ANSWER, pace=0.02, break_after=5), slowly(ANSWER, pace=0.02)])
+    handle = await Agent(model=model, stream_tokens=True).start(
+        client, [ChatMessage.from_user("status?")], run_id=run_id, task_queue=worker
+    )
+    await handle.result()
+    code, out, err = await (await Running.start("watch", run_id, "--plain")).finish()
+
+    assert code == 0, err + out
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  model call 1 answered:"))
+    broken, marker, retried = lines[start : start + 3]
+    label = "  model call 1 answered: "
+    # the broken attempt's text stays as it was, cut short; the new attempt starts on its own line
+    assert broken.startswith(label) and ANSWER.startswith(broken[len(label) :]) and len(broken) < len(label + ANSWER)
+    assert (marker, retried) == (retry_marker(2), label + ANSWER), out

@@ -78,5 +78,7 @@ async def test_the_answer_shows_while_it_streams_and_a_reload_mid_answer_shows_i
     await expect(run_page.get_by_test_id("live-state")).to_have_text("live", timeout=WAIT_MS)
     await handle.send_message("And inventory?", sender="alice")
     await expect(run_page.get_by_test_id("live-events")).to_contain_text("alice: And inventory?", timeout=WAIT_MS)
+    await expect(run_page.get_by_test_id("live-events")).to_contain_text("turn 3 ended", timeout=WAIT_MS)
+    await handle.wait_turn(3)
     await handle.cancel("test over")
     await expect(run_page.get_by_test_id("live-events")).to_contain_text("run ended: cancelled", timeout=WAIT_MS)
