@@ -82,3 +82,20 @@ async def test_the_answer_shows_while_it_streams_and_a_reload_mid_answer_shows_i
     await handle.wait_turn(3)
     await handle.cancel("test over")
     await expect(run_page.get_by_test_id("live-events")).to_contain_text("run ended: cancelled", timeout=WAIT_MS)
+
+
+async def test_a_retried_stream_restarts_the_answer_on_the_page(client, scripted, model, run_id, inbox, as_user):
+    broken = slowly(ANSWER, pace=0.1, break_after=8)
+    scripted.script(model, [{"text": "Hi! Which service?"}, broken, slowly(ANSWER, pace=0.1)])
+    handle = await waiting_session(client, model, run_id, stream_tokens=True)
+    page = await as_user("alice")
+    await page.goto(f"{inbox}/runs/{run_id}/conversation")
+    await expect(page.get_by_test_id("live-state")).to_have_text("live", timeout=WAIT_MS)
+
+    await handle.send_message("How did the deploy go?", sender="alice")
+    conversation = page.get_by_test_id("conversation")
+    await expect(conversation).to_contain_text("retried (attempt 2): its answer starts over", timeout=WAIT_MS)
+    answers = page.get_by_test_id("message-assistant").filter(has_text="The deploy")
+    await expect(answers).to_have_text(f"assistant: {ANSWER}", timeout=WAIT_MS)  # one line, the new attempt's text
+    await handle.wait_turn(2)
+    await handle.cancel("test over")
