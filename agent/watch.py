@@ -77,10 +77,13 @@ class PlainRenderer(PlainScreen):
 class RichRenderer:
     """A ``rich`` progress line (spinner, step and phase, elapsed time) with events printed above it."""
 
-    def __init__(self) -> None:
+    def __init__(self, console: Any = None) -> None:
+        """:param console: The ``rich.console.Console`` written to (default: rich's, on stdout)."""
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True)
+        self.progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True, console=console
+        )
         self.task = self.progress.add_task("connecting", total=None)
         self._where = "connecting"
         self._tail = ""  # the answer's line being streamed, shown on the progress line until it ends

@@ -6,11 +6,13 @@ from __future__ import annotations
 import io
 
 import pytest
+from rich.console import Console
 
 from agent import RunEvent
 from agent.inbox.live import answer_in_progress, start_offset
 from agent.inbox.pages import PageError
 from agent.live_view import LiveTranscript, PlainScreen, retry_marker
+from agent.watch import RichRenderer
 
 
 def events(*specs: tuple) -> list[RunEvent]:
@@ -118,3 +120,19 @@ def test_a_subscription_starts_after_last_event_id_else_at_from():
         with pytest.raises(PageError) as err:
             start_offset(*bad)
         assert err.value.status == 400
+
+
+def test_on_a_terminal_whole_lines_scroll_up_and_the_line_being_written_sits_on_the_progress_line():
+    out = io.StringIO()
+    renderer = RichRenderer(Console(file=out, force_terminal=True, width=200))
+    transcript = LiveTranscript(renderer, "run-1", lambda n: f"  model call {n} answered: ")
+    with renderer:
+        transcript.show(events(token("first line\nsecond"))[0])
+        assert renderer.partial_open and "second" in renderer.progress.tasks[0].description
+        renderer.line("problem: something")  # printed above; the answer's line goes on
+        assert renderer.partial_open
+        transcript.show(events(reply("first line\nsecond"))[0])
+        assert not renderer.partial_open
+    printed = out.getvalue()
+    assert "  model call 1 answered: first line" in printed and "second" in printed
+    assert printed.index("problem: something") < printed.rindex("second")
