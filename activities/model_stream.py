@@ -6,7 +6,7 @@ and folds the chunks back into the same ``ChatCompletion`` a non-streamed call r
 reply recorded in history is identical (message, usage, finish reason).
 
 Text deltas are published in batches (:class:`TokenPublisher`): the first at once (time to first
-token), later ones at most every :func:`token_batch_interval` seconds, each batch one ``token``
+token), later ones at most every ``AGENT_TOKEN_BATCH_MS`` milliseconds, each batch one ``token``
 event sent by one Signal through ``temporalio.contrib.workflow_streams``. A stream that breaks
 mid-way fails the attempt (retryable); the next attempt opens with a ``model_retry`` event and
 its tokens carry the new attempt number, so subscribers drop the earlier attempt's text.
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from datetime import timedelta
 from typing import Any
@@ -30,11 +29,8 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.exceptions import ApplicationError
 
 from core.events import RUN_EVENTS_TOPIC
+from core.settings import get_settings
 
-#: Environment variable: milliseconds between two token batches of one model call (worker side).
-TOKEN_BATCH_MS_ENV = "AGENT_TOKEN_BATCH_MS"
-#: Default of :data:`TOKEN_BATCH_MS_ENV` (tuned with ``python -m bench.live``, docs/live.md).
-DEFAULT_TOKEN_BATCH_MS = 150
 #: ``ApplicationError.type`` of a stream that broke or ended before the model finished (retried as a whole).
 STREAM_BROKE_ERROR = "ModelStreamBroke"
 
@@ -51,25 +47,8 @@ class TokenStream(BaseModel):
 
 
 def token_batch_interval() -> float:
-    """Seconds between two token batches, from :data:`TOKEN_BATCH_MS_ENV`.
-
-    :raises ApplicationError: Non-retryable, when the variable is set but is not a number of
-        milliseconds from 0 to 10,000.
-    """
-    raw = os.environ.get(TOKEN_BATCH_MS_ENV)
-    if raw is None or not raw.strip():
-        return DEFAULT_TOKEN_BATCH_MS / 1000
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 10_000:
-        raise ApplicationError(
-            f"{TOKEN_BATCH_MS_ENV}={raw!r} on this worker is not a number of milliseconds from 0 to 10000.",
-            type="ModelClientError",
-            non_retryable=True,
-        )
-    return value / 1000
+    """Seconds between two token batches (``AGENT_TOKEN_BATCH_MS``, core/settings.py)."""
+    return get_settings().token_batch_ms / 1000
 
 
 class TokenPublisher:
@@ -102,11 +81,14 @@ class TokenPublisher:
 
     async def __aexit__(self, *exc: object) -> None:
         self.send()
+        # Flush first (it waits for a Signal in flight, under the contrib's lock), then stop the
+        # idle sender: cancelling a Signal in flight would send its batch twice (deduplicated by
+        # the workflow, but recorded twice in history).
+        await self._stream.flush()
         if self._sender is not None:
             self._sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sender
-        await self._stream.flush()  # what is still buffered, and a batch a cancel interrupted
 
     async def _send_loop(self) -> None:
         """Send each batch as soon as it is published: one Signal at a time, never waiting for a timer."""

@@ -113,6 +113,12 @@ class Settings(BaseSettings):
         "Timeout of one model call, for every endpoint without its own {P}_OPENAI_TIMEOUT_SECONDS.",
         "a number of seconds > 0",
     )
+    token_batch_ms: NonNegativeFloat = _setting(
+        "AGENT_TOKEN_BATCH_MS",
+        150.0,
+        "Milliseconds between two token batches a streamed model call publishes (Agent(stream_tokens=True)).",
+        "a number of milliseconds >= 0",
+    )
     model: str = _setting("AGENT_MODEL", "gpt-4o-mini", "Model of the demo agent (agent run, agent demo).", _TEXT)
     # The people's side
     approver: str | None = _setting(
