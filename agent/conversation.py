@@ -27,6 +27,11 @@ from core.wire import CANCEL_RUN_UPDATE, RUN_STATUS_QUERY, SEND_MESSAGE_UPDATE, 
 DEFAULT_TURN_TIMEOUT = timedelta(minutes=10)
 #: Polling of ``turn_result``: first interval, growing by half each time up to the last.
 POLL_FIRST_SECONDS, POLL_MAX_SECONDS = 0.05, 1.0
+#: Tries of an Update whose workflow task failed under it, and the pause between two. A Signal
+#: that arrives while the task is out (a batch of tokens, every ~150 ms while an answer streams)
+#: fails that task with UnhandledCommand; the worker runs it again at once, but the server has
+#: already rejected the Update ("unexpected workflow task failure"), which was not applied.
+UPDATE_TRIES, UPDATE_RETRY_SECONDS = 5, 0.2
 
 
 class ConversationError(RuntimeError):
@@ -48,6 +53,20 @@ def _cause_message(err: BaseException) -> str:
     return str(getattr(cause, "message", None) or cause or err)
 
 
+async def _execute_update(handle: WorkflowHandle, update: str, arg: object, result_type: type) -> object:
+    """``handle.execute_update``, tried again (see :data:`UPDATE_TRIES`) when the workflow task
+    that carried it failed; any other error, or the last try's, is raised as it came."""
+    for attempt in range(1, UPDATE_TRIES + 1):
+        try:
+            return await handle.execute_update(update, arg, result_type=result_type)
+        except RPCError as err:
+            task_failed = err.status == RPCStatusCode.FAILED_PRECONDITION and "workflow task failure" in err.message
+            if not task_failed or attempt == UPDATE_TRIES:
+                raise
+        await asyncio.sleep(UPDATE_RETRY_SECONDS)
+    raise AssertionError("unreachable")
+
+
 def _rpc_error(err: RPCError, run_id: str, what: str) -> ConversationError:
     if err.status == RPCStatusCode.NOT_FOUND:
         return MessageRefusedError(f"Run '{run_id}' is not running (finished, or never started), so {what}.")
@@ -61,7 +80,7 @@ async def send_message(handle: WorkflowHandle, message: UserMessage) -> MessageR
     :raises ConversationError: For any other Temporal error.
     """
     try:
-        return await handle.execute_update(SEND_MESSAGE_UPDATE, message, result_type=MessageReceipt)
+        return await _execute_update(handle, SEND_MESSAGE_UPDATE, message, MessageReceipt)  # type: ignore[return-value]
     except WorkflowUpdateFailedError as err:
         raise MessageRefusedError(f"Run '{handle.id}' refused the message: {_cause_message(err)}") from err
     except RPCError as err:
@@ -74,7 +93,7 @@ async def cancel_run(handle: WorkflowHandle, reason: str | None) -> RunStatus:
     :raises ConversationError: The run has finished already, or is not running.
     """
     try:
-        return await handle.execute_update(CANCEL_RUN_UPDATE, CancelRequest(reason=reason), result_type=RunStatus)
+        return await _execute_update(handle, CANCEL_RUN_UPDATE, CancelRequest(reason=reason), RunStatus)  # type: ignore[return-value]
     except WorkflowUpdateFailedError as err:
         raise ConversationError(f"Run '{handle.id}' cannot be cancelled: {_cause_message(err)}") from err
     except RPCError as err:

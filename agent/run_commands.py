@@ -320,9 +320,10 @@ def add_commands(sub: Any) -> None:
     watch_cmd = add_command(
         sub,
         "watch",
-        "follow a run live (steps, tool calls, approvals, problems); exit 0 if it completes, 1 if not",
-        "Follow a run until it ends: model replies, tool calls, decisions, calls waiting for approval "
-        "and problems Temporal reports (no worker, a failing task, retried activities).",
+        "follow a run live (the answer as it arrives, tool calls, approvals, problems); exit 0 if it completes, 1 if not",
+        "Follow a run until it ends, from its live events: each model reply (printed as its tokens arrive when "
+        "the agent streams them), tool calls, decisions, calls waiting for approval and problems Temporal "
+        "reports (no worker, a failing task, retried activities).",
         "examples:\n  agent watch run-1\n  agent watch run-1 --plain --timeout 600",
     )
     add_run_argument(watch_cmd)

@@ -1,35 +1,40 @@
 """``agent watch RUN``: follow one run live until it ends.
 
-Every ~0.5 s the watcher reads ``describe()`` (``AgentRunHandle.health()``), the history events it
-has not seen yet, decoded by :mod:`agent.run_history` (model replies, tool calls as they complete
-with their arguments and a preview of the result, decisions on confirmations with who decided,
-messages people sent and who sent them, and a session's turns as they start and end)
-and, while the run is open, the ``run_status`` query (step and phase; 5 s deadline) and, when the
-run waits for a person, the pending calls with the command that approves each. Problems are
-printed once each: no worker polling the run's task queue, a workflow task that keeps failing
-(its attempt, error, the fix and, for non-determinism, a hint; the watcher goes on, since fixed
-code lets the run resume), a model call being retried. At the end it prints the exit reason (or
-the failure) and returns the exit code: 0 when the run completed, 1 otherwise. ``agent run
---wait`` uses it without the history lines.
+What happened comes from the run's live events (``AgentRunHandle.events()``, printed through
+:class:`agent.live_view.LiveTranscript`): each model call's answer as its tokens arrive (when the
+agent streams them), tool calls with their arguments and a preview of the result, decisions with
+who decided, messages people sent, and a session's turns. A run whose events cannot be read
+(started by code that publishes none) is followed through its history instead, decoded by
+:mod:`agent.run_history`, which gives the same lines without the tokens.
+
+Every ~0.5 s the watcher also reads ``describe()`` (``AgentRunHandle.health()``) and, while the run
+is open, the ``run_status`` query (step and phase; 5 s deadline) and, when the run waits for a
+person, the pending calls with the command that approves each. Problems are printed once each: no
+worker polling the run's task queue, a workflow task that keeps failing (its attempt, error, the
+fix and, for non-determinism, a hint; the watcher goes on, since fixed code lets the run resume),
+a model call being retried. At the end it prints the exit reason (or the failure) and returns the
+exit code: 0 when the run completed, 1 otherwise. ``agent run --wait`` uses it without the event
+lines.
 
 On a terminal the step and phase sit on a ``rich`` progress line with the events scrolling above
-it; elsewhere (a pipe, a log file, a test) every event is one plain line.
+it (and the answer's line being written on it); elsewhere (a pipe, a log file, a test) every event
+is one plain line, an answer's tokens written as they arrive.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from datetime import timedelta
-from typing import Any, TextIO
+from typing import Any
 
-from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError
+from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.tool_invocation import ToolInvocationInput
 from agent.approvals.decisions import ConfirmationError
 from agent.client import AgentRunHandle
+from agent.live_view import LiveTranscript, PlainScreen, describe_call, preview
 from agent.run_history import HistoryDecoder, HistoryItem, copied_before_reset
 from agent.run_problems import failing_task_lines, health_lines
 from agent.workers import workers_of
@@ -40,10 +45,10 @@ from hooks.human_in_the_loop.wire import CONFIRMATION_TIMER_PREFIX, ESCALATION_T
 
 #: How often the watcher polls the run.
 POLL_SECONDS = 0.5
-#: How much of a tool result or argument list a line shows.
-PREVIEW_CHARS = 120
 #: How long one poll waits for the run's own answer (a query needs a worker).
 QUERY_SECONDS = 5
+#: How long an ended run's last live events may take to arrive before the end is printed.
+DRAIN_SECONDS = 10
 
 
 def waiting_line(run_id: str, request: PendingConfirmation) -> str:
@@ -52,33 +57,19 @@ def waiting_line(run_id: str, request: PendingConfirmation) -> str:
     return f"waiting for approval of {request.tool_name} ({call}): approve with `agent approve {run_id} {call}`"
 
 
-def _preview(text: str, limit: int = PREVIEW_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _describe_call(tool_name: str, arguments: dict[str, Any]) -> str:
-    args = ", ".join(f"{key}={json.dumps(value, default=str)}" for key, value in arguments.items())
-    return f"{tool_name}({_preview(args)})"
-
-
 # -- renderers ---------------------------------------------------------------------------------
 
 
-class PlainRenderer:
-    """One line per event, flushed at once (pipes, logs, tests)."""
-
-    def __init__(self, out: TextIO | None = None) -> None:
-        self.out = out or sys.stdout
+class PlainRenderer(PlainScreen):
+    """One line per event, flushed at once (pipes, logs, tests); an answer's tokens are written
+    as they arrive, on one line."""
 
     def __enter__(self) -> PlainRenderer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.end_partial()
         self.out.flush()
-
-    def line(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
 
     def position(self, text: str) -> None:
         self.line(text)
@@ -87,24 +78,54 @@ class PlainRenderer:
 class RichRenderer:
     """A ``rich`` progress line (spinner, step and phase, elapsed time) with events printed above it."""
 
-    def __init__(self) -> None:
+    def __init__(self, console: Any = None) -> None:
+        """:param console: The ``rich.console.Console`` written to (default: rich's, on stdout)."""
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True)
+        self.progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True, console=console
+        )
         self.task = self.progress.add_task("connecting", total=None)
+        self._where = "connecting"
+        self._tail = ""  # the answer's line being streamed, shown on the progress line until it ends
 
     def __enter__(self) -> RichRenderer:
         self.progress.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.end_partial()
         self.progress.stop()
+
+    @property
+    def partial_open(self) -> bool:
+        return bool(self._tail)
 
     def line(self, text: str) -> None:
         self.progress.console.print(text, markup=False, highlight=False)
 
+    def partial(self, text: str) -> None:
+        """Text added to the line being written: whole lines scroll up, the rest sits on the
+        progress line (a live display cannot keep a half-printed line above it)."""
+        *done, self._tail = (self._tail + text).split("\n")
+        for finished in done:
+            self.line(finished)
+        self._show()
+
+    def end_partial(self) -> None:
+        """Print the line being streamed above the progress line."""
+        if self._tail:
+            tail, self._tail = self._tail, ""
+            self.line(tail)
+            self._show()
+
     def position(self, text: str) -> None:
-        self.progress.update(self.task, description=text)
+        self._where = text
+        self._show()
+
+    def _show(self) -> None:
+        tail = self._tail[-80:]
+        self.progress.update(self.task, description=f"{self._where}  {tail}" if tail else self._where)
 
 
 Renderer = PlainRenderer | RichRenderer
@@ -118,6 +139,32 @@ def make_renderer(plain: bool | None = None) -> Renderer:
 
 
 # -- the watcher -------------------------------------------------------------------------------
+
+
+class WatchTranscript(LiveTranscript):
+    """The live events in ``agent watch``'s words (the lines its history reading prints), plus
+    the turns of a session and the messages people sent.
+
+    :param watcher: The watcher (it knows whether the run is a session).
+    """
+
+    def __init__(self, screen: Renderer, run_id: str, watcher: RunWatcher) -> None:
+        super().__init__(screen, run_id, lambda n: f"  model call {n} answered: ", approvals=False)
+        self.watcher = watcher
+
+    def _on_turn_started(self, event: Any, data: dict) -> None:
+        if self.watcher._session:
+            self.line(f"turn {event.turn} started")
+
+    def _on_turn_ended(self, event: Any, data: dict) -> None:
+        if self.watcher._session:
+            reason = data.get("exit_reason") or "unknown"
+            self.line(f"turn {event.turn} ended: exit_reason {reason}; waiting for the user's next message")
+
+    def _on_message_received(self, event: Any, data: dict) -> None:
+        who = data.get("sender") or "someone (no sender)"
+        turn = data.get("turn", event.turn)
+        self.line(f"  message from {who} for turn {turn}: {preview(str(data.get('text') or ''))}")
 
 
 class RunWatcher:
@@ -149,6 +196,10 @@ class RunWatcher:
         #: Turn lines are shown for sessions only (a one-turn run's turn says nothing new).
         self._session = False
         self._failing_error: str | None = None
+        #: The run's live events (tokens included) when it publishes them; history otherwise.
+        self._transcript = WatchTranscript(renderer, handle.run_id, self)
+        self._stream: asyncio.Task[None] | None = None
+        self._stream_failed = False
 
     async def run(self) -> int:
         """Watch until the run ends; returns 0 when it completed, 1 when it did not."""
@@ -157,15 +208,68 @@ class RunWatcher:
         self.out.line(
             f"watching run {run_id} ({health.status.lower()}) until it ends; Ctrl-C stops watching, not the run"
         )
+        if self.events:
+            await self._read_session()
+            self._stream = asyncio.create_task(self._follow_events())
+        try:
+            return await self._poll(health)
+        finally:
+            if self._stream is not None:
+                self._stream.cancel()
+
+    async def _poll(self, health: RunHealth) -> int:
         while True:
-            await self._read_history()
+            if self._stream is None or self._stream_failed:
+                await self._read_history()
             if health.status != "RUNNING":
+                await self._drain_events()
                 return await self._finish(health)
             if health.failing_workflow_task is None:  # a stuck run cannot answer the query
                 await self._read_status()
             self._report_problems(health)
             await asyncio.sleep(self.interval)
             health = await self.handle.health()
+
+    # -- the live events -------------------------------------------------------------------------
+
+    async def _follow_events(self) -> None:
+        """Print the run's events as they are published (``AgentRunHandle.events``). A run that
+        publishes none (its stream cannot be read) is followed through its history instead."""
+        seen = False
+        try:
+            async for event in self.handle.events():
+                seen = True
+                self._transcript.show(event)
+        except (RPCError, WorkflowQueryFailedError, WorkflowUpdateFailedError) as err:
+            if seen:
+                self._problem(f"run {self.handle.run_id}: its live events stopped: {preview(str(err))}")
+            self._stream_failed = True
+
+    async def _drain_events(self) -> None:
+        """Let the stream deliver the events of an ended run (up to ``run_ended``) before the end
+        is printed; a stream that does not end in time is dropped."""
+        if self._stream is None or self._stream_failed:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self._stream), DRAIN_SECONDS)
+        except TimeoutError:
+            self._problem(f"run {self.handle.run_id}: its last live events did not arrive within {DRAIN_SECONDS} s")
+        if self._stream_failed:  # it could not be read after all: the history says what happened
+            await self._read_history()
+        self.out.end_partial()
+
+    async def _read_session(self) -> None:
+        """Whether the run is a session (its turn lines are worth showing), from its first event."""
+        try:
+            async for event in self.handle.workflow.fetch_history_events():
+                for item in await self._decoder.decode_all(event):
+                    if item.kind == "run_started":
+                        self._on_item(item)
+                break
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise
+        self._decoder = HistoryDecoder(self.handle.client.data_converter)
 
     # -- pieces of one poll --------------------------------------------------------------------
 
@@ -181,9 +285,7 @@ class RunWatcher:
             description = await self.handle.workflow.describe()
             workers = await workers_of(self.handle.client, description.task_queue)
             why = (
-                workers.describe()
-                if not workers.alive
-                else f"the run_status query did not answer: {_preview(str(err))}"
+                workers.describe() if not workers.alive else f"the run_status query did not answer: {preview(str(err))}"
             )
             self._problem(f"run {self.handle.run_id}: {why}")
             return
@@ -213,7 +315,7 @@ class RunWatcher:
         self._pending = ids
         for p in pending:
             self.out.line(waiting_line(self.handle.run_id, p))
-            self.out.line(f"  {_describe_call(p.tool_name, p.tool_params)}  (or: agent reject / agent modify)")
+            self.out.line(f"  {describe_call(p.tool_name, p.tool_params)}  (or: agent reject / agent modify)")
 
     def _report_problems(self, health: RunHealth) -> None:
         run_id = self.handle.run_id
@@ -306,7 +408,7 @@ class RunWatcher:
         elif item.kind == "message_received":
             message = item.user_message
             who = message.sender if message and message.sender else "someone (no sender)"
-            text = _preview(message.text) if message else "(unreadable)"
+            text = preview(message.text) if message else "(unreadable)"
             where = f" for turn {item.turn}" if item.turn is not None else " by signal"
             self.out.line(f"  message from {who}{where}: {text}")
         elif item.kind == "model_replied":
@@ -318,13 +420,13 @@ class RunWatcher:
                 calls = ", ".join(call.tool_name for call in message.tool_calls)
                 self.out.line(f"  model call {self._model_replies} asked for: {calls}")
             else:
-                self.out.line(f"  model call {self._model_replies} answered: {_preview(message.text or '')}")
+                self.out.line(f"  model call {self._model_replies} answered: {preview(message.text or '')}")
         elif item.kind == "tool_finished":
             output = item.tool_output
-            outcome = "done" if output is None else f"{'error: ' if output.error else '-> '}{_preview(output.result)}"
+            outcome = "done" if output is None else f"{'error: ' if output.error else '-> '}{preview(output.result)}"
             self.out.line(f"  tool {self._call_text(item.tool_call)} {outcome}")
         elif item.kind == "tool_failed":
-            self.out.line(f"  tool {self._call_text(item.tool_call)} failed: {_preview(item.message)}")
+            self.out.line(f"  tool {self._call_text(item.tool_call)} failed: {preview(item.message)}")
         elif item.kind == "approval_timed_out":  # no one's decision: the strategy's on_timeout applied
             self.out.line(f"  timed out, no one decided: {item.summary.removeprefix(CONFIRMATION_TIMER_PREFIX)}")
         elif item.kind == "approval_escalated":
@@ -337,14 +439,14 @@ class RunWatcher:
                 self.out.line(f"  {how}")
                 return
             who = f" by {decision.approver}" if decision.approver else ""
-            feedback = f": {_preview(decision.feedback)}" if decision.feedback else ""
+            feedback = f": {preview(decision.feedback)}" if decision.feedback else ""
             self.out.line(f"  {how}: {decision.tool_call_id} {decision.action}{who}{feedback}")
 
     @staticmethod
     def _call_text(call: ToolInvocationInput | None) -> str:
         if call is None:
             return "call"
-        return f"{_describe_call(call.tool_call.tool_name, call.tool_call.arguments)} [step {call.step}]"
+        return f"{describe_call(call.tool_call.tool_name, call.tool_call.arguments)} [step {call.step}]"
 
     async def _finish(self, health: RunHealth) -> int:
         run_id = self.handle.run_id

@@ -35,6 +35,7 @@ from agent.approvals.decisions import (
 )
 from agent.approvals.waiting import list_waiting_runs
 from agent.inbox.csrf import CSRF_COOKIE, CSRF_FIELD
+from agent.inbox.live import next_offset
 from agent.inbox.pages import InboxContext, InboxPages, PageError, no_such_run
 from agent.inbox.present import strategy_for, waiting_rows
 from agent.inbox.run_view import is_not_found, shown
@@ -93,6 +94,7 @@ class ApprovalPages(InboxPages):
         status: int = 200,
         form: dict[str, str] | None = None,
     ) -> Response:
+        events_from = await next_offset(self.inbox, run_id)  # before the reads: no decision missed
         run = await self.read_run(run_id)
         pending = await self.pending_of(run_id) if run.status == "RUNNING" else []
         request_ = next((p for p in pending if p.tool_call_id == call_id), None)
@@ -109,6 +111,7 @@ class ApprovalPages(InboxPages):
             run_id=run_id,
             call_id=call_id,
             call=request_,
+            events_from=events_from,
             approvers=getattr(request_, "approvers", None) if request_ else None,
             waiting_count=len(pending),
             decided=decided,

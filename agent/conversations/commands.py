@@ -22,6 +22,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from agent.client import AgentRunHandle, get_run
 from agent.command_line import add_command, add_run_argument
 from agent.conversation import ConversationError, MessageRefusedError
+from agent.conversations.chat_stream import ChatStream, LiveEventsUnavailable
 from agent.conversations.waiting import ReplyListingError, list_waiting_for_reply
 from agent.progress import wait_within
 from agent.run_commands import AgentPathError, load_agent
@@ -80,9 +81,10 @@ def add_commands(subparsers: Any) -> None:
 
     chat = command(
         "chat",
-        "talk to a run: each line you type is sent, and the turn's answer printed",
+        "talk to a run: each line you type is sent, and the turn's answer printed as it arrives",
         "Talk to a session interactively: each line typed is sent to the run, and the answer of the turn it "
-        "starts is printed when that turn ends. With --agent and a run id that does not exist, the first "
+        "starts is printed as it arrives (token by token when the agent streams tokens), with its tool calls "
+        "and approvals, until the turn ends. With --agent and a run id that does not exist, the first "
         "line starts a session of that agent. Ctrl-D ends the chat; the run goes on waiting.",
     )
     add_run_argument(chat, help_text="the run id (workflow id) of the session")
@@ -240,6 +242,7 @@ async def cmd_chat(args: argparse.Namespace, client: Client) -> int:
         flush=True,
     )
     handle: AgentRunHandle | None = get_run(client, args.run) if exists else None
+    stream: ChatStream | None = None
     while True:
         line = await _read_line()
         if not line:
@@ -270,20 +273,32 @@ async def cmd_chat(args: argparse.Namespace, client: Client) -> int:
                 )
             assert receipt is not None
             print(f"[{receipt_line(args.run, receipt)}]", flush=True)
-            turn = await wait_within(
-                args.timeout,
-                f"turn {receipt.turn} of run {args.run} to answer",
-                handle.wait_turn(receipt.turn, timeout=timedelta(seconds=args.timeout)),
-                announce=True,
-            )
+            stream = stream or ChatStream(handle)
+            exit_reason = await _answer(args, handle, stream, receipt.turn)
         except MessageRefusedError as err:
             print(f"refused: {err}", file=sys.stderr, flush=True)
             continue
         except ConversationError as err:
             print(f"error: {err}", file=sys.stderr)
             return 1
-        print(f"assistant: {_answer_text(turn.last_message)}", flush=True)
-        print(f"[turn {turn.turn} ended: exit_reason {turn.exit_reason}]", flush=True)
+        print(f"[turn {receipt.turn} ended: exit_reason {exit_reason}]", flush=True)
+
+
+async def _answer(args: argparse.Namespace, handle: AgentRunHandle, stream: ChatStream, turn: int) -> str:
+    """Print turn ``turn``'s answer as it streams and return its exit reason; a run whose live
+    events cannot be read is waited for and its answer printed when the turn ends."""
+    what = f"turn {turn} of run {args.run} to answer"
+    try:
+        return await wait_within(args.timeout, what, stream.follow_turn(turn), announce=False)
+    except LiveEventsUnavailable as err:
+        if err.printed:
+            print(f"[the run's live events stopped ({err}); waiting for the turn to end]", flush=True)
+        result = await wait_within(
+            args.timeout, what, handle.wait_turn(turn, timeout=timedelta(seconds=args.timeout)), announce=True
+        )
+        if not err.printed:
+            print(f"assistant: {_answer_text(result.last_message)}", flush=True)
+        return str(result.exit_reason)
 
 
 def _answer_text(message: ChatMessage | None) -> str:

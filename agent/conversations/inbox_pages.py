@@ -22,6 +22,7 @@ from temporalio.service import RPCError
 from agent.conversation import ConversationError
 from agent.conversations.waiting import list_waiting_for_reply
 from agent.inbox.csrf import CSRF_COOKIE, CSRF_FIELD
+from agent.inbox.live import SoFar, read_so_far
 from agent.inbox.pages import InboxContext, PageError, no_such_run
 from agent.inbox.run_view import is_not_found
 from agent.run_history import read_history
@@ -36,11 +37,14 @@ class Said:
     :param role: ``user``, ``assistant``, ``system`` or ``turn`` (a turn boundary).
     :param text: What was said (or the boundary, e.g. "turn 2 started").
     :param sender: Who sent a user message, when known.
+    :param key: What the live events call this line (``m:<message id>``, ``t:<turn>:started``,
+        ``r:<turn>:<step>``), so that the page does not show it twice; empty when none.
     """
 
     role: str
     text: str
     sender: str = ""
+    key: str = ""
 
 
 async def conversation_of(inbox: InboxContext, run_id: str) -> tuple[list[Said], str]:
@@ -56,13 +60,16 @@ async def conversation_of(inbox: InboxContext, run_id: str) -> tuple[list[Said],
             if item.kind == "run_started" and item.run_input is not None:
                 said.extend(first_messages(item.run_input))
             elif item.kind == "message_received" and item.user_message is not None:
-                said.append(Said("user", item.user_message.text, item.user_message.sender or ""))
+                message = item.user_message
+                key = f"m:{message.message_id}" if message.message_id else ""
+                said.append(Said("user", message.text, message.sender or "", key))
             elif item.kind == "model_replied" and item.model_input is not None and item.model_input.purpose == "agent":
                 message = item.model_output.message if item.model_output else None
                 if message is not None and message.text:
                     said.append(Said("assistant", message.text))
             elif item.kind in ("turn_started", "turn_ended"):
-                said.append(Said("turn", f"turn {item.turn} {item.kind.removeprefix('turn_')}"))
+                what = item.kind.removeprefix("turn_")
+                said.append(Said("turn", f"turn {item.turn} {what}", key=f"t:{item.turn}:{what}"))
     except RPCError as err:
         if is_not_found(err):
             raise no_such_run(run_id) from err
@@ -83,6 +90,18 @@ def first_messages(run_input: AgentRunInput) -> list[Said]:
         for m in messages
         if m.role.value in ("user", "assistant", "system") and m.text
     ]
+
+
+def claim_finished_answer(said: list[Said], so_far: SoFar) -> None:
+    """When the answer being written as the stream was read has ended by the time the history
+    was read, the history's line is that answer: give it the answer's key (the stream's reply
+    event then finds it shown) and show no half-written copy."""
+    if not so_far.answer:
+        return
+    last = next((line for line in reversed(said) if line.role == "assistant"), None)
+    if last is not None and not last.key and last.text.startswith(so_far.answer):
+        last.key = f"r:{so_far.answer_key}"
+        so_far.answer = ""
 
 
 def routes(inbox: InboxContext) -> list[Route]:
@@ -113,7 +132,9 @@ class ConversationPages:
     async def _conversation(
         self, request: Request, run_id: str, error: str | None = None, text: str = "", status: int = 200
     ) -> Response:
+        so_far = await read_so_far(self.inbox, run_id)  # before the history: the stream picks up from here
         said, run_status = await conversation_of(self.inbox, run_id)
+        claim_finished_answer(said, so_far)
         return self.inbox.render(
             request,
             "conversation.html",
@@ -124,6 +145,7 @@ class ConversationPages:
             error=error,
             text=text,
             read_only=self.inbox.identity.read_only,
+            so_far=so_far,
         )
 
     async def send(self, request: Request) -> Response:

@@ -5,7 +5,7 @@ Each family with pages in the inbox has a module with ``routes(inbox) -> list[Ro
 call, deciding it), the conversation pages (:mod:`agent.conversations.inbox_pages`: sessions
 waiting for a reply, one conversation with its message box) and the run pages
 (:mod:`agent.inbox.run_pages`: a run's timeline, an
-offloaded result). This module adds sign-in, the health check and the static files. Pages load
+offloaded result) and the live events that those pages subscribe to (:mod:`agent.inbox.live`). This module adds sign-in, the health check and the static files. Pages load
 nothing from outside the app (no CDN), and the Content-Security-Policy says so.
 """
 
@@ -20,14 +20,14 @@ from temporalio.client import Client
 
 from agent.approvals import inbox_pages as approval_pages
 from agent.conversations import inbox_pages as conversation_pages
-from agent.inbox import run_pages
+from agent.inbox import live, run_pages
 from agent.inbox.csrf import CsrfTokens
 from agent.inbox.identity import TOKEN_COOKIE, IdentityConfig
 from agent.inbox.pages import HERE, InboxContext, InboxSettings, PageError
 
 #: The page modules, one a family: the one line to touch when a family adds inbox pages. The run
 #: pages come last: their ``/runs/{run_id:path}`` matches any path under /runs/ (run ids may hold "/").
-PAGES = (approval_pages, conversation_pages, run_pages)
+PAGES = (approval_pages, conversation_pages, live, run_pages)
 
 __all__ = ["PAGES", "InboxSettings", "PageError", "create_app"]
 

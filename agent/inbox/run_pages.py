@@ -11,6 +11,7 @@ from starlette.routing import Route
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
+from agent.inbox.live import read_so_far
 from agent.inbox.pages import InboxContext, InboxPages, PageError
 from agent.inbox.run_tree import run_tree
 from core.payloads import FailingWorkflowTask, RunStatus
@@ -37,6 +38,7 @@ class RunPages(InboxPages):
     async def run_page(self, request: Request) -> Response:
         self.viewer(request)
         run_id = request.path_params["run_id"]
+        so_far = await read_so_far(self.inbox, run_id)  # before the history: the stream picks up from here
         run = await self.read_run(run_id)
         status: RunStatus | None = None
         pending: list[PendingConfirmation] = []
@@ -62,6 +64,7 @@ class RunPages(InboxPages):
             stuck=stuck,
             just_decided=run.decisions.get(decided_id) if decided_id else None,
             decided_id=decided_id,
+            so_far=so_far,
         )
 
     async def _failing_task(self, run_id: str) -> FailingWorkflowTask | None:

@@ -54,3 +54,8 @@ def make_approval_agent() -> Agent:
 def make_chat_agent() -> Agent:
     """A session agent for `agent chat --agent` (only ann and bob may write to it)."""
     return Agent(model=os.environ[MODEL_ENV], tools=[t.add], participants=["ann", "bob"])
+
+
+def make_streaming_chat_agent() -> Agent:
+    """A session agent that streams its model calls' tokens (``agent chat --agent``)."""
+    return Agent(model=os.environ[MODEL_ENV], tools=[t.add], stream_tokens=True)

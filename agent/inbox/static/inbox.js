@@ -1,6 +1,7 @@
-// The inbox's only script (no third-party code): live rows on the waiting list, and a check of
-// the Modify editor's JSON against the tool's schema before the form is sent. The run's Update
-// validator checks the arguments again; this check only saves a round trip.
+// The inbox's only script (no third-party code): live rows on the waiting list, a run's live
+// events (Server-Sent Events) on its run and conversation pages, and a check of the Modify
+// editor's JSON against the tool's schema before the form is sent. The run's Update validator
+// checks the arguments again; this check only saves a round trip.
 "use strict";
 
 function startLiveRows() {
@@ -28,6 +29,114 @@ function startLiveRows() {
     }
   }
   setInterval(poll, every);
+}
+
+// -- a run's live events ------------------------------------------------------------------------
+// The list with data-events-url gets one line per event; the answer being written grows token by
+// token in its line (keyed "r:turn:step"). Lines carry keys (messages "m:id", turns "t:n:what")
+// so that an event the page already shows from history is not shown twice. EventSource resends
+// the last event id (the offset) when it reconnects, so the stream resumes where it stopped.
+
+function liveLine(list, key, className, who, text) {
+  const li = document.createElement("li");
+  li.className = className;
+  // the same test ids as the lines the server renders: message-<role>, or turn-line
+  const [kind, role] = className.split(" ");
+  li.dataset.testid = kind === "msg" ? "message-" + role : "turn-line";
+  if (key) li.dataset.key = key;
+  if (who) {
+    const strong = document.createElement("strong");
+    strong.textContent = who;
+    li.append(strong, ": ");
+  }
+  const span = document.createElement("span");
+  span.className = "text";
+  span.textContent = text;
+  li.append(span);
+  list.append(li);
+  return li;
+}
+
+function keyed(list, key) {
+  return Array.from(list.querySelectorAll("[data-key]")).find((li) => li.dataset.key === key) || null;
+}
+
+function describeCall(data) {
+  return data.tool_name + "(" + JSON.stringify(data.arguments || {}) + ")";
+}
+
+// What one event does to the list.
+function showEvent(list, event) {
+  const d = event.data || {};
+  const reply = "r:" + event.turn + ":" + event.step;
+  const answer = keyed(list, reply);
+  if (event.kind === "token") {
+    const attempt = d.attempt || 1;
+    const li = answer || liveLine(list, reply, "msg assistant streaming", "assistant", "");
+    const shown = Number(li.dataset.attempt || attempt);
+    if (!li.classList.contains("streaming") || attempt < shown) return;
+    if (attempt > shown) li.querySelector(".text").textContent = "";
+    li.dataset.attempt = String(attempt);
+    li.querySelector(".text").textContent += d.text || "";
+  } else if (event.kind === "model_retry") {
+    if (!answer || !answer.classList.contains("streaming")) return;
+    answer.querySelector(".text").textContent = "";
+    answer.dataset.attempt = String(d.attempt);
+    const note = liveLine(list, "", "turn muted", "", "the model call broke and is retried (attempt " + d.attempt + "): its answer starts over");
+    list.insertBefore(note, answer);
+  } else if (event.kind === "model_reply") {
+    const calls = (d.tool_calls || []).map((c) => c.tool_name);
+    if (answer && answer.classList.contains("streaming")) {
+      if (d.text) answer.querySelector(".text").textContent = d.text;
+      else answer.remove();
+      answer.classList.remove("streaming");
+    } else if (!answer && d.text) {
+      liveLine(list, reply, "msg assistant", "assistant", d.text);
+    }
+    if (calls.length) liveLine(list, "", "turn muted", "", "the model asked for " + calls.join(", "));
+  } else if (event.kind === "message_received") {
+    const key = "m:" + d.message_id;
+    if (!keyed(list, key)) liveLine(list, key, "msg user", d.sender || "user", d.text);
+  } else if (event.kind === "turn_started" || event.kind === "turn_ended") {
+    const what = event.kind.slice(5);
+    const key = "t:" + event.turn + ":" + what;
+    if (!keyed(list, key)) liveLine(list, key, "turn muted", "", "turn " + event.turn + " " + what);
+  } else {
+    const text = {
+      tool_started: () => "tool " + describeCall(d) + " started",
+      tool_finished: () => "tool " + d.tool_name + (d.error ? " failed: " : " → ") + (d.result_preview || ""),
+      approval_requested: () => "waiting for approval of " + describeCall(d) + " (" + d.tool_call_id + ")",
+      decision: () => d.action + " of " + d.tool_call_id + (d.approver ? " by " + d.approver : ""),
+      run_ended: () => "run ended: " + d.exit_reason,
+    }[event.kind];
+    if (text) liveLine(list, "", "turn muted live-event " + event.kind, "", text());
+  }
+}
+
+function startLiveEvents() {
+  const list = document.querySelector("ol[data-events-url]");
+  if (!list || typeof EventSource === "undefined") return;
+  const state = document.getElementById("live-state");
+  const say = (text, bad) => {
+    if (!state) return;
+    state.textContent = text;
+    state.classList.toggle("offline", Boolean(bad));
+  };
+  const source = new EventSource(list.dataset.eventsUrl + "?from=" + (list.dataset.nextOffset || "0"));
+  source.onopen = () => say("live");
+  source.onmessage = (message) => {
+    showEvent(list, JSON.parse(message.data));
+    list.dataset.lastOffset = message.lastEventId;
+  };
+  source.onerror = () => say("connection lost, reconnecting", true);
+  source.addEventListener("end", () => {
+    source.close();
+    say("the run ended");
+  });
+  source.addEventListener("unavailable", (message) => {
+    source.close();
+    say(message.data, true);
+  });
 }
 
 const JSON_TYPES = {
@@ -113,28 +222,46 @@ function startSchemaCheck() {
   });
 }
 
-// On a call page: tell the person when someone else has decided the call meanwhile.
+// On a call page: tell the person when someone else has decided the call meanwhile, from the
+// run's events (a decision event for this call), or by polling the call's state when the run's
+// events cannot be read.
 function startCallWatch() {
   const banner = document.getElementById("decided-elsewhere");
   if (!banner) return;
-  const every = Number(banner.dataset.pollMs) || 1500;
-  const timer = setInterval(async () => {
-    try {
-      const response = await fetch(banner.dataset.stateUrl, { credentials: "same-origin" });
-      if (!response.ok) return;
-      const state = await response.json();
-      if (!state.waiting) {
-        banner.hidden = false;
-        clearInterval(timer);
+  const poll = () => {
+    const timer = setInterval(async () => {
+      try {
+        const response = await fetch(banner.dataset.stateUrl, { credentials: "same-origin" });
+        if (!response.ok) return;
+        const state = await response.json();
+        if (!state.waiting) {
+          banner.hidden = false;
+          clearInterval(timer);
+        }
+      } catch (err) {
+        // offline for a moment: try again on the next tick
       }
-    } catch (err) {
-      // offline for a moment: try again on the next tick
+    }, Number(banner.dataset.pollMs) || 1500);
+  };
+  if (!banner.dataset.eventsUrl || typeof EventSource === "undefined") return poll();
+  const source = new EventSource(banner.dataset.eventsUrl + "?from=" + banner.dataset.nextOffset);
+  source.onmessage = (message) => {
+    const event = JSON.parse(message.data);
+    if (event.kind === "decision" && event.data.tool_call_id === banner.dataset.callId) {
+      banner.hidden = false;
+      source.close();
     }
-  }, every);
+  };
+  source.addEventListener("end", () => source.close());
+  source.addEventListener("unavailable", () => {
+    source.close();
+    poll();
+  });
 }
 
 document.addEventListener("DOMContentLoaded", () => {
   startLiveRows();
+  startLiveEvents();
   startSchemaCheck();
   startCallWatch();
 });

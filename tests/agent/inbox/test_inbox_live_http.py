@@ -1,0 +1,63 @@
+"""The inbox's live stream over plain HTTP (httpx against the app, the session's dev server and a
+real worker): a run's events as Server-Sent Events with the offset as the id, resumed after
+``Last-Event-ID`` or from ``?from=``, closed with an ``end`` event; a bad offset is a 400."""
+
+from __future__ import annotations
+
+import json
+
+from agent import Agent, ChatMessage
+from agent.inbox import IdentityConfig, create_app
+from tests import tools as t
+from tests.agent.inbox.support import BROWSER_TASK_QUEUE, IDENTITY_HEADER
+from tests.agent.inbox.test_inbox_http import http
+from tests.support.hitl_helpers import call, calls
+
+
+def messages(body: str) -> list[dict[str, str]]:
+    """The SSE messages of ``body``: each a dict of its fields (``id``, ``event``, ``data``)."""
+    parsed = []
+    for block in body.replace("\r\n", "\n").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and not line.startswith(":"))
+        if fields:
+            parsed.append(fields)
+    return parsed
+
+
+async def test_a_runs_events_stream_with_offsets_as_ids_and_resume_after_the_last_id(
+    client, scripted, model, run_id, browser_worker
+):
+    scripted.script(model, [calls(call("add", id="a1", a=2, b=3)), {"text": "5"}])
+    handle = await Agent(model=model, tools=[t.add]).start(
+        client, [ChatMessage.from_user("add")], run_id=run_id, task_queue=BROWSER_TASK_QUEUE
+    )
+    await handle.result()
+    app = create_app(client, identity=IdentityConfig(header=IDENTITY_HEADER))
+    url = f"/runs/{run_id}/events"
+    async with http(app, headers={IDENTITY_HEADER: "alice"}) as browser:
+        whole = await browser.get(url)
+        resumed = await browser.get(url, headers={"Last-Event-ID": "3"})
+        from_param = await browser.get(url + "?from=5")
+        bad = await browser.get(url, headers={"Last-Event-ID": "three"})
+    async with http(app) as anonymous:
+        refused = await anonymous.get(url)
+
+    assert whole.status_code == 200 and whole.headers["content-type"].startswith("text/event-stream")
+    *events, end = messages(whole.text)
+    assert [int(m["id"]) for m in events] == list(range(len(events)))
+    kinds = [json.loads(m["data"])["kind"] for m in events]
+    assert kinds[0] == "turn_started" and kinds[-1] == "run_ended" and "tool_finished" in kinds
+    assert json.loads(events[-1]["data"])["data"] == {"exit_reason": "text"}
+    assert end["event"] == "end"
+    assert [m.get("id") for m in messages(resumed.text)[:-1]] == [m["id"] for m in events[4:]]
+    assert [m.get("id") for m in messages(from_param.text)[:-1]] == [m["id"] for m in events[5:]]
+    assert bad.status_code == 400 and "event offsets" in bad.text
+    assert refused.status_code == 401
+
+
+async def test_a_run_without_a_stream_says_so_in_one_event(client):
+    app = create_app(client)  # read-only: anyone may look
+    async with http(app) as browser:
+        unknown = await browser.get("/runs/no-such-run-live/events")
+    [only] = messages(unknown.text)
+    assert only["event"] == "unavailable" and "live updates are unavailable" in only["data"]
