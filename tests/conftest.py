@@ -34,13 +34,21 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "integration: needs a server or a browser (set from the fixtures, or by the module)"
     )
+    config.addinivalue_line(
+        "markers",
+        "slow: takes more than about 5 s on a quiet machine; runs first, so that across processes "
+        "(scripts/test runs pytest -n) it never ends the run alone",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by the markers set here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test ``unit`` or ``integration`` from its fixtures (``pytest -m unit`` runs
-    what needs no server), then deselect the history recorders (marked ``recorder``): they
-    rewrite committed files, so they run only when ``RECORD_HITL_HISTORIES=1`` asks for them."""
+    what needs no server), move the tests marked ``slow`` to the front (the same order in every
+    xdist process, which pytest-xdist requires), then deselect the history recorders (marked
+    ``recorder``): they rewrite committed files, so they run only when ``RECORD_HITL_HISTORIES=1``
+    asks for them."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: otherwise in file order
     for item in items:
         if item.get_closest_marker("integration") is None and not SERVER_FIXTURES & set(
             getattr(item, "fixturenames", ())

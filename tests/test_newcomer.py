@@ -61,6 +61,7 @@ def _run(command: list[str], env: dict[str, str], stdin: str | None = None) -> s
     return done
 
 
+@pytest.mark.slow
 def test_a_newcomer_follows_the_readme(tmp_path: Path) -> None:
     clean_env = {k: v for k, v in os.environ.items() if not k.startswith(_SESSION_PREFIXES)}
     bin_dir = Path(sys.executable).parent  # .venv/bin, made by the README's set-up command

@@ -4,6 +4,7 @@ on loopback, persisted in SQLite, started and stopped by PID."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import threading
 import time
@@ -40,6 +41,8 @@ class TemporalDevServer(ProcessBackedServer):
     :param search_attributes: Custom search attributes to register, name -> type (``Bool``, ``Keyword``, ...).
     :param startup_timeout: Seconds to wait for the server to answer before :meth:`start` fails.
     :param executable: Path of the ``temporal`` binary; found next to ``sys.executable`` or on PATH when ``None``.
+    :param dynamic_config: Server dynamic-config values, key -> value (``--dynamic-config-value KEY=VALUE``,
+        the value as JSON), e.g. ``{"limit.historyCount.suggestContinueAsNew": 1000}``; ``None`` = the server's defaults.
     :raises ValueError: For a bad search-attribute name or type.
     """
 
@@ -55,6 +58,7 @@ class TemporalDevServer(ProcessBackedServer):
         search_attributes: dict[str, str] | None = None,
         startup_timeout: float = 60.0,
         executable: str | None = None,
+        dynamic_config: dict[str, object] | None = None,
     ) -> None:
         attrs = dict(DEFAULT_SEARCH_ATTRIBUTES if search_attributes is None else search_attributes)
         for name, kind in attrs.items():
@@ -72,6 +76,7 @@ class TemporalDevServer(ProcessBackedServer):
         self.search_attributes = attrs
         self.startup_timeout = startup_timeout
         self._executable = executable
+        self.dynamic_config = dict(dynamic_config or {})
         self._process = ChildProcess("temporal-dev-server", log_file)
         #: Seconds the last :meth:`start` took from launch to a ready server.
         self.startup_seconds: float | None = None
@@ -100,6 +105,8 @@ class TemporalDevServer(ProcessBackedServer):
             cmd += ["--namespace", self.namespace]
         for name, kind in self.search_attributes.items():
             cmd += ["--search-attribute", f"{name}={kind}"]
+        for key, value in self.dynamic_config.items():
+            cmd += ["--dynamic-config-value", f"{key}={json.dumps(value)}"]
         return cmd
 
     def launch(self) -> None:

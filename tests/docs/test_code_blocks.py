@@ -165,6 +165,7 @@ async def _run_shell(block: Block) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("doc", [p for p in DOC_FILES if _runnable(p)], ids=_name)
 async def test_code_blocks_run(
     doc: Path,

@@ -281,6 +281,7 @@ async def test_prometheus_endpoint_serves_sdk_metrics(stack, scripted, model, ru
     assert f'task_queue="{queue}"' in body
 
 
+@pytest.mark.slow
 async def test_python_worker_py_follows_the_otel_and_prometheus_environment(client, scripted, model, run_id, tmp_path):
     """``python worker.py`` with ``OTEL_TRACES_EXPORTER=console`` prints the run's spans, and with
     ``AGENT_PROMETHEUS_BIND`` serves the SDK's metrics."""

@@ -77,6 +77,7 @@ def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_without_opentelemetry_the_base_install_works_and_asking_for_tracing_says_what_to_install():
     run = run_python(
         """

@@ -12,6 +12,8 @@ import textwrap
 import uuid
 from datetime import timedelta
 
+import pytest
+
 from agent.agent import Agent
 from core.messages import ChatMessage
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
@@ -40,6 +42,7 @@ WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 async def test_a_worker_that_runs_an_approval_loads_no_people_side_code(client, scripted, model, run_id):
     queue = f"imports-{uuid.uuid4().hex[:8]}"
     process = await asyncio.create_subprocess_exec(

@@ -24,6 +24,7 @@ def gates(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.slow
 async def test_cancel_in_every_phase_both_ways_ends_every_run_cleanly(client, worker, scripted, gates):
     seed = int(os.environ.get("CANCEL_DRILL_SEED", random.SystemRandom().randrange(1 << 30)))
     print(f"cancel drill seed {seed} (CANCEL_DRILL_SEED={seed} repeats it)")

@@ -45,6 +45,7 @@ def chaos_seed(record_property) -> int:
     return seed
 
 
+@pytest.mark.slow
 async def test_chaos_drill(tmp_path, chaos_seed):
     try:
         await drill(tmp_path, chaos_seed)

@@ -12,6 +12,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from agent import Agent, ChatMessage
 from agent.dev.processes import start_worker
 from tests import tools as t
@@ -25,6 +27,7 @@ def lines(path: Path) -> list[dict]:
 TOOLS = "tests.tools.TEST_TOOLS"
 
 
+@pytest.mark.slow
 async def test_kill_9_worker_mid_tools(client, scripted, model, run_id, tmp_path, monkeypatch):
     effects = tmp_path / "effects.jsonl"
     started = effects.with_suffix(".started")

@@ -10,6 +10,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from agent import Agent, ChatMessage
 from agent.client import connect
 from agent.dev.stack import TemporalDevServer
@@ -22,6 +24,7 @@ def line_count(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
+@pytest.mark.slow
 async def test_run_survives_server_restart(tmp_path, scripted, model, run_id, monkeypatch):
     side_effects = tmp_path / "effects.jsonl"
     monkeypatch.setenv("SIDE_EFFECTS_FILE", str(side_effects))

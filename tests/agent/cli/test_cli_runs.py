@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 
 from agent.agent import Agent
+from bench.cancel_support import gate
 from core.messages import ChatMessage
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy, Escalation
 from tests import tools as t
@@ -143,18 +144,35 @@ async def test_watch_follows_a_run_to_completion(client, worker, scripted, model
 
 
 async def test_watch_shows_live_steps(client, worker, scripted, model, run_id, tmp_path, monkeypatch):
-    monkeypatch.setenv("SIDE_EFFECTS_FILE", str(tmp_path / "effects.jsonl"))
-    scripted.script(
-        model,
-        [{"tool_calls": [{"name": "record", "arguments": {"label": "slow", "seconds": 5}}]}, {"text": "slept"}],
-    )
-    await Agent(model=model, tools=[t.record]).start(
+    """The tool call stays in flight until `agent watch` has shown it (a gate the test opens then),
+    so the live step is seen however long the CLI takes to start."""
+    monkeypatch.setenv("GATE_DIR", str(tmp_path))
+    label = f"watch-{run_id}"
+    scripted.script(model, [{"tool_calls": [{"name": "gate", "arguments": {"label": label}}]}, {"text": "passed"}])
+    await Agent(model=model, tools=[gate]).start(
         client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker
     )
-    watched = await agent_cli("watch", run_id)
-    assert watched.returncode == 0, watched.stderr + watched.stdout
-    assert "step 0: tools" in watched.stdout  # seen while the 5 s tool ran
-    assert 'tool record(label="slow", seconds=5) [step 0] -> recorded slow' in watched.stdout
+    watch = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agent.cli", "watch", run_id, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    seen: list[str] = []
+
+    async def read_until_the_tools_step() -> None:
+        while "step 0: tools" not in "".join(seen):
+            line = await watch.stdout.readline()
+            assert line, "agent watch ended before showing step 0's tools:\n" + "".join(seen)
+            seen.append(line.decode())
+
+    try:
+        await asyncio.wait_for(read_until_the_tools_step(), timeout=120)
+    finally:
+        (tmp_path / f"{label}.open").touch()  # the tool returns; the run ends
+    out, err = await asyncio.wait_for(watch.communicate(), timeout=120)
+    watched = "".join(seen) + out.decode()
+    assert watch.returncode == 0, err.decode() + watched
+    assert f'tool gate(label="{label}") [step 0] -> gate {label} passed' in watched, watched
+    assert "final answer: passed" in watched, watched
 
 
 async def test_watch_exits_1_with_the_failure(worker, scripted, agent_model, run_id):

@@ -10,6 +10,8 @@ import os
 import sys
 from datetime import timedelta
 
+import pytest
+
 from agent import Agent, ChatMessage
 from agent.cli import build_parser
 from tests import tools as t
@@ -51,6 +53,7 @@ async def waiting_session(client, worker, model: str, run_id: str, participants:
     return handle
 
 
+@pytest.mark.slow
 async def test_send_pending_replies_cancel_and_watch(client, worker, scripted, model, run_id, capsys):
     scripted.script(model, [{"text": "hello, what shall I add?"}, calls(call("add", id="a1", a=1, b=2)), {"text": "3"}])
     handle = await waiting_session(client, worker, model, run_id, participants=["ann"])

@@ -167,6 +167,7 @@ def _ask_support(project: Path, data_dir: Path) -> str:
     return _second_shell(project, data_dir, "support", "user-model", "delete_file")
 
 
+@pytest.mark.slow
 def test_agent_dev_serves_reloads_and_is_reachable_from_env_sh(agent_dev: DevProcess, project: Path) -> None:
     polling = agent_dev.read_until("Worker polling")
     assert "task queue 'agent'" in polling and "myagent:support" in polling, polling

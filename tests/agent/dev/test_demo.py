@@ -11,6 +11,7 @@ import pytest
 pytestmark = pytest.mark.integration  # `agent demo` starts its own stack
 
 
+@pytest.mark.slow
 async def test_demo_survives_kill_9_and_runs_each_tool_once(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TEMPORAL_ADDRESS")}
     process = await asyncio.create_subprocess_exec(

@@ -189,6 +189,7 @@ def test_moto_state_survives_a_restart_only_with_a_recording(tmp_path: Path) -> 
             fresh.client().get_object(Bucket="bkt", Key="k/with/slashes")
 
 
+@pytest.mark.slow
 async def test_dev_stack_env_buckets_ui_and_persistence(tmp_path: Path) -> None:
     stack = DevStack(tmp_path / "dev", with_ui=True)
     with stack:

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.integration  # `agent dev` starts its own stack
 START_SECONDS = 120
 
 
+@pytest.mark.slow
 def test_agent_dev_starts_the_inbox_and_prints_its_url(tmp_path):
     ports = [str(free_port()) for _ in range(5)]
     command = [sys.executable, "-c", "from agent.cli import main; main()", "dev", "--data-dir", str(tmp_path / "dev")]

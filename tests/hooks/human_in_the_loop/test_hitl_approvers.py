@@ -189,6 +189,7 @@ async def test_an_unlisted_signal_is_ignored_with_a_log_line_and_a_listed_one_de
     assert failed == []
 
 
+@pytest.mark.slow
 async def test_the_cli_cannot_decide_for_an_unlisted_approver(client, worker, scripted, model, run_id, effects):
     scripted.script(model, [calls(call("record", label="pay")), {"text": "paid"}])
     handle = await start(hitl_agent(model, only(["alice", "bob"])), client, worker, run_id)

@@ -7,10 +7,13 @@ import json
 import signal
 import uuid
 
+import pytest
+
 from agent.dev.processes import start_worker
 from tests.support.hitl_helpers import call, calls, hitl_agent, start, wait_pending
 
 
+@pytest.mark.slow
 async def test_kill_9_while_waiting_then_new_worker_approves_and_tool_runs_once(
     client, stack, scripted, model, run_id, tmp_path
 ):
