@@ -191,7 +191,14 @@ class LiveTranscript:
             f"({call_id}): agent approve {self.run_id} {call_id} (or: agent reject / agent modify)"
         )
 
+    def _on_approval_escalated(self, event: RunEvent, data: dict) -> None:
+        approvers = ", ".join(str(a) for a in data.get("approvers") or [])
+        self.line(f"  escalated: {data.get('tool_name')} ({data.get('tool_call_id')}) to {approvers}")
+
     def _on_decision(self, event: RunEvent, data: dict) -> None:
+        if data.get("via") == "timeout":  # no one's decision: the strategy's on_timeout applied
+            self.line(f"  timed out, no one decided: {data.get('tool_name')} ({data.get('tool_call_id')})")
+            return
         who = f" by {data['approver']}" if data.get("approver") else ""
         feedback = f": {preview(data['feedback'])}" if data.get("feedback") else ""
         self.line(f"  decided: {data.get('tool_call_id')} {data.get('action')}{who}{feedback}")

@@ -17,8 +17,11 @@ Kinds and their ``data``:
 - ``tool_started`` ``{"tool_call_id", "tool_name", "arguments"}``;
   ``tool_finished`` ``{"tool_call_id", "tool_name", "error", "result_preview"}``.
 - ``approval_requested`` ``{"tool_call_id", "tool_name", "arguments"}``;
-  ``decision`` ``{"tool_call_id", "action", "approver", "feedback", "via"}`` (``via``: ``"update"``,
-  ``"signal"``, or ``"timeout"`` when no one answered in time).
+  ``approval_escalated`` ``{"tool_call_id", "tool_name", "approvers"}`` (no one decided in time and
+  the call now waits for the escalation's approvers, ``Escalation``);
+  ``decision`` ``{"tool_call_id", "tool_name", "action", "approver", "feedback", "via"}`` (``via``:
+  ``"update"``, ``"signal"``, or ``"timeout"`` when no one answered in time: then ``approver`` is None
+  and ``action`` is the strategy's ``on_timeout``).
 - ``message_received`` ``{"message_id", "sender", "text"}``.
 """
 
@@ -40,6 +43,7 @@ RunEventKind = Literal[
     "tool_started",
     "tool_finished",
     "approval_requested",
+    "approval_escalated",
     "decision",
     "message_received",
     "turn_ended",

@@ -240,6 +240,10 @@ class DurableConfirmationStrategy:
 
         def escalated(request: PendingConfirmation, number: int) -> None:
             notifying.append(self._notify("approval_escalated", request, within=self.timeout, sequence=number))
+            run.publish_event(
+                "approval_escalated",
+                {"tool_call_id": tool_call_id, "tool_name": tool_name, "approvers": list(request.approvers or [])},
+            )
 
         try:
             timed_out = not await wait_for_decision(registry, request, self.timeout, self.escalation, escalated)
@@ -258,6 +262,7 @@ class DurableConfirmationStrategy:
             "decision",
             {
                 "tool_call_id": tool_call_id,
+                "tool_name": tool_name,
                 "action": decision.action,
                 "approver": record.approver,
                 "feedback": decision.feedback,

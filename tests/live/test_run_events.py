@@ -87,6 +87,7 @@ async def test_approvals_and_decisions_are_events(client, worker, scripted, mode
     }
     assert by_kind["decision"].data == {
         "tool_call_id": "a1",
+        "tool_name": "add",
         "action": "confirm",
         "approver": "ann",
         "feedback": None,
