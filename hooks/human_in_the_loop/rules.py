@@ -17,17 +17,26 @@ args.amount > 100`` to make a missing argument mean "do not ask".
 
 from __future__ import annotations
 
+import importlib
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import cel
 from temporalio import workflow
 
 from core.serialization import default_to_dict
 from hooks.human_in_the_loop.protocol import ConfirmationPolicy
 
+if TYPE_CHECKING:
+    import cel
+
 #: The variables a rule may read.
 RULE_VARIABLES = ("args", "tool")
+
+
+def _cel() -> Any:
+    """The ``cel`` module, imported when a rule is first compiled: its package imports its command
+    line (typer and rich, ~150 ms), which a worker that runs no rule should not load."""
+    return importlib.import_module("cel")
 
 
 def compile_rule(expression: Any) -> cel.Program:
@@ -41,7 +50,7 @@ def compile_rule(expression: Any) -> cel.Program:
     if not isinstance(expression, str) or not expression.strip():
         raise ValueError(f"RulePolicy ask_when must be a non-empty CEL expression, got {expression!r}.")
     try:
-        program = cel.compile(expression)
+        program = _cel().compile(expression)
     except ValueError as exc:
         raise ValueError(f"RulePolicy ask_when {expression!r} is not valid CEL: {exc}") from exc
     return program
