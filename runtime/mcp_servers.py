@@ -30,6 +30,7 @@ from temporalio.worker import Worker
 
 from activities.mcp import MCPCallRefused, MCPServerLost, listed_specs
 from core.mcp import MCPServerError, MCPToolset, ServerInfo, StdioServerInfo
+from runtime.worker_start import release_shutdown_waiters
 
 logger = logging.getLogger(__name__)
 
@@ -262,10 +263,6 @@ class MCPServersPlugin(SimplePlugin):
         try:
             await self.servers.start()
         except BaseException:
-            # Nothing polls yet: say so, or `async with worker` would wait for a shutdown that never
-            # comes (runtime/plugin.py's AgentPlugin.run_worker does the same).
-            shutdown_complete = getattr(worker, "_shutdown_complete_event", None)
-            if shutdown_complete is not None:
-                shutdown_complete.set()
+            release_shutdown_waiters(worker)
             raise
         await super().run_worker(worker, next)

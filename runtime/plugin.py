@@ -39,6 +39,7 @@ from core.wire import CHAT_COMPLETION_ACTIVITY
 from hooks.family import check_families, family_activities, warm_up_families
 from runtime.sandbox import workflow_runner
 from runtime.telemetry import has_tracing_interceptor, prometheus_bind_address, prometheus_runtime, tracing_interceptor
+from runtime.worker_start import release_shutdown_waiters
 from workflows.agent_workflow import AgentWorkflow
 
 
@@ -155,11 +156,7 @@ class AgentPlugin(SimplePlugin):
         try:
             await check_worker_configuration(worker.client)
         except BaseException:
-            # Nothing was started. Say so, or `async with worker` would wait for a shutdown that
-            # never comes: temporalio's Worker._run does the same when its own validation fails.
-            shutdown_complete = getattr(worker, "_shutdown_complete_event", None)
-            if shutdown_complete is not None:
-                shutdown_complete.set()
+            release_shutdown_waiters(worker)
             raise
         await super().run_worker(worker, next)
 
