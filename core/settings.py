@@ -115,7 +115,7 @@ class Settings(BaseSettings):
     )
     token_batch_ms: NonNegativeFloat = _setting(
         "AGENT_TOKEN_BATCH_MS",
-        150.0,
+        250.0,
         "Milliseconds between two token batches a streamed model call publishes (Agent(stream_tokens=True)).",
         "a number of milliseconds >= 0",
     )
