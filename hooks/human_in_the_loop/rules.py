@@ -35,7 +35,12 @@ RULE_VARIABLES = ("args", "tool")
 
 def _cel() -> Any:
     """The ``cel`` module, imported when a rule is first compiled: its package imports its command
-    line (typer and rich, ~150 ms), which a worker that runs no rule should not load."""
+    line (typer and rich, ~150 ms), which a worker that runs no rule should not load. In a workflow
+    (a rule rebuilt from the run's input) the import passes through the sandbox, typer and rich
+    with it, as the sandbox's pass-through list does for ``cel`` itself at worker start."""
+    if workflow.in_workflow():
+        with workflow.unsafe.imports_passed_through():
+            return importlib.import_module("cel")
     return importlib.import_module("cel")
 
 

@@ -13,6 +13,8 @@ change with
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -134,3 +136,24 @@ async def test_replay_history(path):
     else:
         assert [n["type"] for n in notifications] == ["approval_requested", "approval_decided"]
         assert notifications[1]["record"]["action"] == "reject" and notifications[1]["record"]["approver"] == "ann"
+
+
+def test_a_rule_replays_in_a_process_that_never_imported_cel():
+    """The run's rule is compiled first inside the workflow sandbox when nothing outside imported
+    ``cel`` yet (a fresh worker replaying a parked run): the lazy import must pass through."""
+    script = (
+        "import asyncio, sys\n"
+        "from temporalio.client import WorkflowHistory\n"
+        "from temporalio.worker import Replayer\n"
+        "from runtime.plugin import AgentPlugin\n"
+        "from workflows.agent_workflow import AgentWorkflow\n"
+        "assert 'cel' not in sys.modules\n"
+        f"history = WorkflowHistory.from_json('routing-rule', open({str(history_file('rule'))!r}).read())\n"
+        "replayer = Replayer(workflows=[AgentWorkflow], plugins=[AgentPlugin()])\n"
+        "asyncio.run(replayer.replay_workflow(history, raise_on_replay_failure=True))\n"
+        "print('replayed')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=HISTORIES.parents[1]
+    )
+    assert done.returncode == 0 and "replayed" in done.stdout, done.stderr[-3000:]
