@@ -28,7 +28,7 @@ DEFAULT_TURN_TIMEOUT = timedelta(minutes=10)
 #: Polling of ``turn_result``: first interval, growing by half each time up to the last.
 POLL_FIRST_SECONDS, POLL_MAX_SECONDS = 0.05, 1.0
 #: Tries of an Update whose workflow task failed under it, and the pause between two. A Signal
-#: that arrives while the task is out (a batch of tokens, every ~150 ms while an answer streams)
+#: that arrives while the task is out (a batch of tokens, every AGENT_TOKEN_BATCH_MS while an answer streams)
 #: fails that task with UnhandledCommand; the worker runs it again at once, but the server has
 #: already rejected the Update ("unexpected workflow task failure"), which was not applied.
 UPDATE_TRIES, UPDATE_RETRY_SECONDS = 5, 0.2
