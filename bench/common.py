@@ -52,6 +52,34 @@ def add_latency_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def print_ratio_table(
+    labels: dict[str, str],
+    kinds: Sequence[str],
+    medians: dict[str, dict[str, float]],
+    rows: Sequence[tuple[str, str]],
+    digits: int = 1,
+) -> None:
+    """Print one row a figure: each kind's median, then each kind's ratio to the first kind's
+    (the bare floor's).
+
+    :param labels: Each kind's column heading.
+    :param kinds: The columns, the divisor first.
+    :param medians: ``{kind: {figure: median}}``.
+    :param rows: ``(figure, row label)`` pairs, in order.
+    :param digits: Decimals of the figures (ratios get two).
+    """
+    base = medians[kinds[0]]
+    print(
+        f"{'':28}"
+        + "".join(f"{labels[k]:>10}" for k in kinds)
+        + "".join(f"{labels[k] + '/' + labels[kinds[0]]:>15}" for k in kinds[1:])
+    )
+    for key, label in rows:
+        figures = "".join(f"{medians[k][key]:>10.{digits}f}" for k in kinds)
+        ratios = "".join(f"{medians[k][key] / base[key]:>15.2f}" for k in kinds[1:])
+        print(f"{label:28}{figures}{ratios}")
+
+
 def latency_label(s3_latency_ms: float, model_latency_ms: float) -> str:
     """``"S3 +30 ms a request, model +500 ms"`` or ``"loopback latencies"``, for a bench's header."""
     if not (s3_latency_ms or model_latency_ms):

@@ -32,7 +32,7 @@ from pathlib import Path
 from agent import Agent, ChatMessage
 from agent.client import connect
 from bench.bare_floor import QUEUE_SUFFIX, bare_client, start_bare
-from bench.common import add_latency_arguments, bench_stack, latency_label, worker_spans
+from bench.common import add_latency_arguments, bench_stack, latency_label, print_ratio_table, worker_spans
 from bench.floor_workflow import FloorWorkflow
 from bench.noop_hooks import SIX_NOOP_HOOKS
 from bench.throughput import cpu_seconds, script, worker_process
@@ -103,27 +103,23 @@ async def main(
                 for kind in kinds[r % len(kinds) :] + kinds[: r % len(kinds)]:
                     results[kind].append(await measure(clients, scripted, pid, queue, steps, result_bytes, kind))
     medians = {kind: {k: statistics.median(r[k] for r in results[kind]) for k in KEYS} for kind in kinds}
-    bare = medians["bare"]
     print(
         f"step overhead, {steps} steps x {rounds} rounds (medians), {result_bytes} B tool results, "
         f"one worker process, dev server, scripted model, {latency_label(s3_latency_ms, model_latency_ms)}"
     )
-    print(
-        f"{'':28}"
-        + "".join(f"{LABELS[k]:>10}" for k in kinds)
-        + "".join(f"{LABELS[k] + '/bare':>15}" for k in kinds[1:])
+    print_ratio_table(
+        LABELS,
+        kinds,
+        medians,
+        (
+            ("wall", "wall ms per step"),
+            ("work", "worker work ms per step"),
+            ("cpu", "worker CPU ms per step"),
+            ("wft_queue", "wf task sched->start ms/step"),
+            ("activity_queue", "activity sched->start ms/st"),
+            ("events", "history events per run"),
+        ),
     )
-    for key, label in (
-        ("wall", "wall ms per step"),
-        ("work", "worker work ms per step"),
-        ("cpu", "worker CPU ms per step"),
-        ("wft_queue", "wf task sched->start ms/step"),
-        ("activity_queue", "activity sched->start ms/st"),
-        ("events", "history events per run"),
-    ):
-        figures = "".join(f"{medians[k][key]:>10.1f}" for k in kinds)
-        ratios = "".join(f"{medians[k][key] / bare[key]:>15.2f}" for k in kinds[1:])
-        print(f"{label:28}{figures}{ratios}")
     for key in ("work", "cpu", "wall"):
         per_round = ", ".join(
             f"{f[key] / b[key]:.2f}/{a[key] / b[key]:.2f}"

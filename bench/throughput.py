@@ -38,7 +38,14 @@ from agent import Agent, ChatMessage
 from agent.client import connect
 from agent.dev.processes import ChildProcess
 from bench.bare_floor import QUEUE_SUFFIX, bare_client, start_bare
-from bench.common import add_latency_arguments, bench_stack, latency_label, serve_worker, start_bench_worker
+from bench.common import (
+    add_latency_arguments,
+    bench_stack,
+    latency_label,
+    print_ratio_table,
+    serve_worker,
+    start_bench_worker,
+)
 from bench.floor_workflow import FloorWorkflow
 from bench.noop_hooks import SIX_NOOP_HOOKS
 from bench.worker_profile import print_split, recording
@@ -160,25 +167,22 @@ async def main(args) -> dict[str, dict[str, float]]:
                         )
     keys = ("runs_per_s", "cpu_ms_per_step", "server_cpu_ms_per_step")
     medians = {kind: {k: statistics.median(r[k] for r in results[kind]) for k in keys} for kind in KINDS}
-    bare = medians["bare"]
     print(
         f"throughput, {args.runs} concurrent runs x {args.steps} steps, {args.result_bytes} B results, "
         f"{args.rounds} rounds (medians); one worker process; dev server, scripted model, "
         f"{latency_label(args.s3_latency, args.model_latency)}"
     )
-    print(
-        f"{'':28}"
-        + "".join(f"{LABELS[k]:>10}" for k in KINDS)
-        + "".join(f"{LABELS[k] + '/bare':>15}" for k in KINDS[1:])
+    print_ratio_table(
+        LABELS,
+        KINDS,
+        medians,
+        (
+            ("runs_per_s", "runs/s"),
+            ("cpu_ms_per_step", "worker CPU ms per step"),
+            ("server_cpu_ms_per_step", "server CPU ms per step"),
+        ),
+        digits=2,
     )
-    for key, label in (
-        ("runs_per_s", "runs/s"),
-        ("cpu_ms_per_step", "worker CPU ms per step"),
-        ("server_cpu_ms_per_step", "server CPU ms per step"),
-    ):
-        figures = "".join(f"{medians[k][key]:>10.2f}" for k in KINDS)
-        ratios = "".join(f"{medians[k][key] / bare[key]:>15.2f}" for k in KINDS[1:])
-        print(f"{label:28}{figures}{ratios}")
     per_round = ", ".join(
         f"{a['runs_per_s'] / b['runs_per_s']:.2f}/{a['cpu_ms_per_step'] / b['cpu_ms_per_step']:.2f}"
         for b, a in zip(results["bare"], results["agent"], strict=True)

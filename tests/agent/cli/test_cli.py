@@ -38,19 +38,26 @@ class Completed:
     stderr: str
 
 
-async def agent_cli(*args: str, env: dict[str, str] | None = None) -> Completed:
-    """Run the CLI without blocking the event loop (the test worker shares it); ``env`` adds to
-    this process's environment."""
-    process = await asyncio.create_subprocess_exec(
+async def spawn_cli(*args: str, env: dict[str, str] | None = None) -> asyncio.subprocess.Process:
+    """Start ``agent ARGS`` as a subprocess with pipes for stdin, stdout and stderr; ``env`` adds
+    to this process's environment."""
+    return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "agent.cli",
         *args,
         env={**os.environ, **(env or {})},
+        stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
+
+
+async def agent_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> Completed:
+    """Run the CLI without blocking the event loop (the test worker shares it), feeding ``stdin``
+    (then end of file) when given; ``env`` adds to this process's environment."""
+    process = await spawn_cli(*args, env=env)
+    out, err = await asyncio.wait_for(process.communicate(stdin.encode() if stdin else b""), timeout=120)
     return Completed(process.returncode, out.decode(), err.decode())
 
 
@@ -220,10 +227,7 @@ def test_a_failure_names_its_innermost_cause():
 
 async def test_run_wait_shows_the_step_the_waiting_call_and_how_to_approve(client, worker, scripted, model, run_id):
     scripted.script(model, [{"tool_calls": [{"name": "echo", "arguments": {"text": "ok?"}}]}, {"text": "approved"}])
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "agent.cli",
+    process = await spawn_cli(
         "run",
         "hi",
         "--agent",
@@ -233,9 +237,7 @@ async def test_run_wait_shows_the_step_the_waiting_call_and_how_to_approve(clien
         "--task-queue",
         worker,
         "--wait",
-        env={**os.environ, MODEL_ENV: model},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+        env={MODEL_ENV: model},
     )
     seen: list[str] = []
     try:

@@ -16,7 +16,7 @@ from bench.cancel_support import gate
 from core.messages import ChatMessage
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy, Escalation
 from tests import tools as t
-from tests.agent.cli.test_cli import agent_cli
+from tests.agent.cli.test_cli import agent_cli, spawn_cli
 from tests.support.cli_agents import MODEL_ENV
 from tests.support.polling import eventually
 
@@ -217,16 +217,7 @@ async def test_watch_lists_the_calls_waiting_for_approval(client, worker, script
         },
     )
     handle = await agent.start(client, [ChatMessage.from_user("hi")], run_id=run_id, task_queue=worker)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "agent.cli",
-        "watch",
-        run_id,
-        env=dict(os.environ),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    process = await spawn_cli("watch", run_id)
     try:
         seen: list[str] = []
         while not any("(or: agent reject / agent modify)" in line for line in seen):

@@ -4,10 +4,7 @@ subprocesses against the test stack and the scripted model (``chat`` is fed its 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import os
-import sys
 from datetime import timedelta
 
 import pytest
@@ -15,26 +12,10 @@ import pytest
 from agent import Agent, ChatMessage
 from agent.cli import build_parser
 from tests import tools as t
-from tests.agent.cli.test_cli import Completed, unserved_run
+from tests.agent.cli.test_cli import agent_cli, unserved_run
 from tests.support.cli_agents import MODEL_ENV
 from tests.support.hitl_helpers import call, calls
 from tests.support.polling import eventually
-
-
-async def agent_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> Completed:
-    """Run the CLI as a subprocess, feeding ``stdin`` (then end of file) when given."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "agent.cli",
-        *args,
-        env={**os.environ, **(env or {})},
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(stdin.encode() if stdin else b""), timeout=120)
-    return Completed(process.returncode, out.decode(), err.decode())
 
 
 async def in_process(client, capsys, *argv: str) -> tuple[int, str, str]:

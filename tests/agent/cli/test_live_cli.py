@@ -5,13 +5,12 @@ still going."""
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 from datetime import timedelta
 
 from agent import Agent, ChatMessage
 from agent.live_view import retry_marker
 from tests import tools as t
+from tests.agent.cli.test_cli import spawn_cli
 from tests.support.cli_agents import MODEL_ENV
 from tests.support.live import ANSWER, slowly
 
@@ -27,16 +26,7 @@ class Running:
 
     @classmethod
     async def start(cls, *args: str, env: dict[str, str] | None = None) -> Running:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "agent.cli",
-            *args,
-            env={**os.environ, **(env or {})},
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        process = await spawn_cli(*args, env=env)
         return cls(process)
 
     async def until(self, text: str) -> str:
