@@ -18,10 +18,13 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+import obstore
+from obstore.exceptions import BaseError as ObjectStoreError
+from obstore.exceptions import NotFoundError
 from pydantic import BaseModel
 
 from core.messages import ChatMessage
-from core.s3 import payloads_bucket, s3_client
+from core.s3 import object_store, payloads_bucket
 from core.settings import env_name, get_settings
 
 DEFAULT_PREFIX = "conversations"
@@ -32,6 +35,17 @@ DISABLE_ENV = env_name("conversation_store")
 #: rebuilt from the segments on its next step, so keep it above the runs stepping at once
 #: (the model activity's wire cache keeps as many).
 FLAT_CACHE_SIZE = 256
+_JSON = {"Content-Type": "application/json"}
+
+
+class ConversationStoreError(RuntimeError):
+    """S3 refused a segment's read or write, or could not be reached; the model activity's
+    attempt fails with it and Temporal retries it."""
+
+
+def _first_line(exc: BaseException) -> str:
+    """obstore's message without its multi-line debug dump."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 class ConversationSegment(BaseModel):
@@ -47,18 +61,19 @@ class ConversationStore:
     :param bucket: The bucket (``TEMPORAL_PAYLOADS_BUCKET`` by default, see :meth:`from_env`).
     :param prefix: Key prefix; objects are ``{prefix}/{sha256}.json``. Expire them with a
         lifecycle rule no shorter than your longest run (see deploy/README.md).
-    :param client: A boto3 S3 client; by default the process's cached one.
+    :param store: An ``obstore`` store of that bucket; by default the process's cached one
+        (:func:`core.s3.object_store`, at boto3's endpoint, region and credentials).
     :param cache_bytes: Upper bound on cached segment JSON; older entries are evicted first.
     """
 
     def __init__(
-        self, bucket: str, prefix: str = DEFAULT_PREFIX, client: Any | None = None, cache_bytes: int = 256 << 20
+        self, bucket: str, prefix: str = DEFAULT_PREFIX, store: Any | None = None, cache_bytes: int = 256 << 20
     ) -> None:
         if not bucket:
             raise ValueError("ConversationStore needs a bucket name.")
         self.bucket = bucket
         self.prefix = prefix.strip("/")
-        self._client = client
+        self._store = store
         self._cache: OrderedDict[str, tuple[ConversationSegment, int]] = OrderedDict()
         self._flat: OrderedDict[str, list[ChatMessage]] = OrderedDict()
         self._cache_bytes = cache_bytes
@@ -75,32 +90,40 @@ class ConversationStore:
         return cls(bucket) if bucket else None
 
     @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = s3_client()
-        return self._client
+    def store(self) -> Any:
+        if self._store is None:
+            self._store = object_store(self.bucket)
+        return self._store
 
     def _key(self, digest: str) -> str:
         return f"{self.prefix}/{digest}.json"
 
-    def put(self, parent: str | None, messages: list[ChatMessage]) -> str:
-        """Store a segment (unless this process already did); returns its digest, the new head."""
+    def _url(self, digest: str) -> str:
+        return f"conversation segment s3://{self.bucket}/{self._key(digest)}"
+
+    async def put(self, parent: str | None, messages: list[ChatMessage]) -> str:
+        """Store a segment (unless this process already did); returns its digest, the new head.
+
+        :raises ConversationStoreError: When S3 refuses the write or cannot be reached (after retries).
+        """
         segment = ConversationSegment(parent=parent, messages=messages)
         data = segment.model_dump_json().encode()
         digest = hashlib.sha256(data).hexdigest()
         with self._lock:
             if digest in self._cache:
                 return digest
-        self.client.put_object(Bucket=self.bucket, Key=self._key(digest), Body=data, ContentType="application/json")
+        try:
+            await obstore.put_async(self.store, self._key(digest), data, attributes=_JSON)
+        except (OSError, ObjectStoreError) as exc:  # obstore raises FileNotFoundError for a missing bucket
+            raise ConversationStoreError(f"Could not write {self._url(digest)}: {_first_line(exc)}") from exc
         self._remember(digest, segment, len(data))
         return digest
 
     def cached(self, head: str) -> list[ChatMessage] | None:
         """The whole conversation ending at ``head`` if this process holds it flattened, else None.
 
-        Memory only (no S3 call), so the model activity can ask on the event loop and go to a
-        thread (:meth:`load`) only on a miss: under load the default thread pool is busy with
-        segment writes, and a hop there for a cache hit waits behind them.
+        Memory only (no S3 call, nothing to await): the model activity asks this first and
+        awaits :meth:`load` only on a miss.
         """
         with self._lock:
             messages = self._flat.get(head)
@@ -109,7 +132,7 @@ class ConversationStore:
             self._flat.move_to_end(head)
             return list(messages)
 
-    def load(self, head: str) -> list[ChatMessage]:
+    async def load(self, head: str) -> list[ChatMessage]:
         """The whole conversation ending at ``head``.
 
         :raises LookupError: When a segment of the chain is missing from the bucket.
@@ -126,7 +149,7 @@ class ConversationStore:
                 if digest != head and digest in self._flat:
                     prefix = list(self._flat[digest])
                     break
-            segment = self._segment(digest)
+            segment = await self._segment(digest)
             chain.append(segment)
             digest = segment.parent
         messages = prefix
@@ -135,21 +158,25 @@ class ConversationStore:
         self._remember_flat(head, messages)
         return list(messages)
 
-    def extend(self, head: str | None, parent_messages: list[ChatMessage], new_messages: list[ChatMessage]) -> str:
+    async def extend(
+        self, head: str | None, parent_messages: list[ChatMessage], new_messages: list[ChatMessage]
+    ) -> str:
         """Store ``new_messages`` after ``head`` and cache the flattened result; returns the new head."""
-        digest = self.put(head, new_messages)
+        digest = await self.put(head, new_messages)
         self._remember_flat(digest, parent_messages + new_messages)
         return digest
 
-    def _segment(self, digest: str) -> ConversationSegment:
+    async def _segment(self, digest: str) -> ConversationSegment:
         with self._lock:
             if digest in self._cache:
                 self._cache.move_to_end(digest)
                 return self._cache[digest][0]
         try:
-            body = self.client.get_object(Bucket=self.bucket, Key=self._key(digest))["Body"].read()
-        except self.client.exceptions.NoSuchKey as exc:
-            raise LookupError(f"Conversation segment s3://{self.bucket}/{self._key(digest)} is missing.") from exc
+            body = (await (await obstore.get_async(self.store, self._key(digest))).bytes_async()).to_bytes()
+        except (FileNotFoundError, NotFoundError) as exc:  # obstore raises the former for a 404 GET
+            raise LookupError(f"Conversation segment {self._url(digest)} is missing.") from exc
+        except (OSError, ObjectStoreError) as exc:
+            raise ConversationStoreError(f"Could not read {self._url(digest)}: {_first_line(exc)}") from exc
         segment = ConversationSegment.model_validate_json(body)
         self._remember(digest, segment, len(body))
         return segment

@@ -288,16 +288,16 @@ class ModelActivities:
             ) from exc
         output = from_openai_response(completion) if request.live is not None else _parse_completion(raw)
         if segment is not None:
-            # Heartbeats go on while the segment write finishes: under load it waits for a thread
-            # and for S3, and a silent wait past HEARTBEAT_TIMEOUT would retry the whole activity
-            # (a second model call).
+            # Heartbeats go on while the segment write finishes: it waits for S3 and its retries,
+            # and a silent wait past HEARTBEAT_TIMEOUT would retry the whole activity (a second
+            # model call).
             output.conversation_head = await with_heartbeats(segment)
             output.conversation_covers_reply = False
             self._remember_wire(output.conversation_head, wire)
         return output
 
     def _start_segment_write(self, request: ModelCallInput, history: list[ChatMessage]) -> asyncio.Future[str] | None:
-        """Store the request's new messages after its head, in a thread, while the model call is in
+        """Store the request's new messages after its head, as a task, while the model call is in
         flight (so S3's latency is not on the step's path); None when this call stores nothing.
 
         The reply is not in this segment: the next call sends it with its own new messages. The
@@ -305,9 +305,7 @@ class ModelActivities:
         """
         if self.conversations is None or request.purpose != "agent" or not request.messages:
             return None
-        write = asyncio.ensure_future(
-            asyncio.to_thread(self.conversations.extend, request.conversation_head, history, request.messages)
-        )
+        write = asyncio.ensure_future(self.conversations.extend(request.conversation_head, history, request.messages))
         # A failed model call leaves the write to finish on its own (it is idempotent); retrieve its
         # outcome so a failed write is not reported as never retrieved.
         write.add_done_callback(lambda done: done.cancelled() or done.exception())
@@ -341,7 +339,7 @@ class ModelActivities:
         cached = self.conversations.cached(head)
         if cached is not None:  # the usual case: this worker stored it (no thread hop)
             return cached
-        return await with_heartbeats(asyncio.to_thread(self.conversations.load, head))
+        return await with_heartbeats(self.conversations.load(head))
 
 
 def _parse_completion(raw: Any) -> ModelCallOutput:

@@ -1,13 +1,15 @@
-"""The process's boto3 S3 client and the buckets the environment names.
+"""The process's S3 clients and the buckets the environment names.
 
 boto3 reads its own configuration (``AWS_ENDPOINT_URL_S3``, credentials, region, profiles);
-nothing here names an endpoint. Clients are cached per process, keyed by that environment, so
+nothing here names an endpoint. The conversation segments, written every step, go through an
+``obstore`` store built from what boto3 resolved (:func:`object_store`). Clients are cached per process, keyed by that environment, so
 a worker reuses one connection pool and a test that changes the environment gets a new client.
 """
 
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -57,3 +59,58 @@ def payloads_bucket() -> str | None:
     """Where big payloads and stored conversations go: ``TEMPORAL_PAYLOADS_BUCKET``, else
     ``TOOL_RESULTS_BUCKET``, else None."""
     return get_settings().payloads_bucket or tool_results_bucket()
+
+
+#: obstore's retries mirror the boto3 client's (3 attempts); a request gives up after 30 s, so a
+#: write never hangs past the model activity's heartbeat-guarded wait.
+_OBJECT_STORE_RETRIES = {"max_retries": 2, "retry_timeout": timedelta(seconds=20)}
+_OBJECT_STORE_OPTIONS = {"connect_timeout": timedelta(seconds=5), "timeout": timedelta(seconds=30)}
+_object_stores: dict[tuple[Any, ...], Any] = {}
+
+
+def object_store(bucket: str) -> Any:
+    """This process's ``obstore`` S3Store for ``bucket``, at the endpoint, region and credentials
+    boto3 resolves for :func:`s3_client` (created once per environment and bucket, then cached).
+
+    For requests on a step's path (the conversation segments): obstore signs and sends in Rust, a
+    2 KB PUT costing about 0.4 ms of CPU against boto3's 2.3 ms. Everything else uses boto3.
+
+    :raises S3ConfigurationError: When boto3 finds no credentials.
+    """
+    from obstore.auth.boto3 import Boto3CredentialProvider
+    from obstore.store import S3Store
+
+    settings = get_settings()
+    cache_key = (*(_plain(getattr(settings, field)) for field in _CLIENT_SETTINGS), bucket)
+    with _clients_lock:
+        store = _object_stores.get(cache_key)
+        if store is not None:
+            return store
+        session = boto3.session.Session()
+        if session.get_credentials() is None:
+            raise S3ConfigurationError(
+                f"No AWS credentials for bucket {bucket!r}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+                "AWS_PROFILE, or give the worker a role."
+            )
+        meta = session.client("s3").meta
+        custom_endpoint = settings.aws_endpoint_url_s3 or settings.aws_endpoint_url
+        options: dict[str, Any] = dict(_OBJECT_STORE_OPTIONS)
+        config: dict[str, Any] = {"region": meta.region_name or "us-east-1"}
+        if custom_endpoint:  # moto, MinIO, a proxy: path-style, as boto3 sends to them
+            config["endpoint"] = meta.endpoint_url
+            options["allow_http"] = meta.endpoint_url.startswith("http://")
+        else:
+            config["virtual_hosted_style_request"] = True
+        store = S3Store(
+            bucket,
+            config=config,
+            client_options=options,
+            retry_config=_OBJECT_STORE_RETRIES,
+            credential_provider=Boto3CredentialProvider(session),
+        )
+        _object_stores[cache_key] = store
+        return store
+
+
+class S3ConfigurationError(RuntimeError):
+    """The environment does not give what an S3 request needs (credentials)."""

@@ -81,20 +81,20 @@ async def test_rewritten_history_reaches_the_model(client, worker, scripted, mod
     assert tool_texts[5] == ["[pruned]", "r1", "r2", "r3", "r4"]
 
 
-def test_store_answers_a_head_it_wrote_from_memory_and_another_worker_from_s3(stack):
+async def test_store_answers_a_head_it_wrote_from_memory_and_another_worker_from_s3(stack):
     """``cached`` (memory only, what the model activity asks first) knows what this process wrote;
     a second store, as another worker holds, misses in memory and loads the same chain from S3."""
     store = ConversationStore.from_env()
     assert store is not None, "the dev stack configures a payloads bucket"
     first = [ChatMessage.from_user(f"u-{uuid.uuid4().hex}"), ChatMessage.from_assistant("a")]
-    head1 = store.extend(None, [], first)
+    head1 = await store.extend(None, [], first)
     second = [ChatMessage.from_user("again"), ChatMessage.from_assistant("b")]
-    head2 = store.extend(head1, first, second)
+    head2 = await store.extend(head1, first, second)
     assert store.cached(head2) == first + second
     assert store.cached(head1) == first
     assert store.cached("0" * 64) is None
 
     other = ConversationStore.from_env()
     assert other.cached(head2) is None
-    assert other.load(head2) == first + second
+    assert await other.load(head2) == first + second
     assert other.cached(head2) == first + second  # load remembers it
