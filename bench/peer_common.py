@@ -5,6 +5,7 @@ Pure code (no Temporal, no peer libraries), so the unit tests import it without 
 
 from __future__ import annotations
 
+import statistics
 from typing import Literal
 
 from pydantic import BaseModel
@@ -47,13 +48,87 @@ class PeerResult(BaseModel):
     work_ms: float | None = None
     cpu_ms: float | None = None
     history_bytes: float | None = None
+    #: Rounds this result stands for (:func:`median_results`), and how many of them finished.
+    rounds: int = 1
+    rounds_finished: int = 1
+    #: Slowest and fastest finished round's wall ms/step, when there were several.
+    wall_range: tuple[float, float] | None = None
 
     @property
     def status(self) -> str:
-        """``finished``, or ``stalled: <error>`` / ``failed: <error>`` with the step it reached."""
+        """``finished``, ``finished 2/3 rounds: <the other's status>``, or ``stalled: <error>`` /
+        ``failed: <error>`` with the step it reached."""
         if self.outcome == "finished":
+            if self.rounds_finished < self.rounds:
+                return f"finished {self.rounds_finished}/{self.rounds} rounds; {self.error}"
             return "finished"
         return f"{self.outcome} at step {self.steps_done}/{self.steps}: {self.error or 'no error recorded'}"
+
+
+def median_results(results: list[PeerResult]) -> list[PeerResult]:
+    """One result per system and case from several rounds: the medians of the finished rounds.
+
+    A round that did not finish is counted and its status kept in ``error`` (a system none of
+    whose rounds finished keeps its last round's result), so a crash or a stall is never dropped
+    silently. Order: as first seen.
+    """
+    groups: dict[tuple[str, int, int], list[PeerResult]] = {}
+    for r in results:
+        groups.setdefault((r.system, r.steps, r.result_bytes), []).append(r)
+    merged = []
+    for group in groups.values():
+        finished = [r for r in group if r.outcome == "finished"]
+        others = [r for r in group if r.outcome != "finished"]
+        if not finished:
+            merged.append(group[-1].model_copy(update={"rounds": len(group), "rounds_finished": 0}))
+            continue
+
+        def median(field: str, rounds: list[PeerResult] = finished) -> float | None:
+            values = [getattr(r, field) for r in rounds if getattr(r, field) is not None]
+            return statistics.median(values) if values else None
+
+        walls = [r.wall_ms for r in finished if r.wall_ms is not None]
+        merged.append(
+            finished[0].model_copy(
+                update={
+                    "wall_ms": median("wall_ms"),
+                    "work_ms": median("work_ms"),
+                    "cpu_ms": median("cpu_ms"),
+                    "history_bytes": median("history_bytes"),
+                    "steps_done": int(statistics.median(r.steps_done for r in finished)),
+                    "rounds": len(group),
+                    "rounds_finished": len(finished),
+                    "wall_range": (min(walls), max(walls)) if len(walls) > 1 else None,
+                    "error": "; ".join(r.status for r in others) or None,
+                }
+            )
+        )
+    return merged
+
+
+def best_peer_lines(
+    results: list[PeerResult], ours: str = "ours", peers: tuple[str, ...] = ("pydantic-ai", "openai-agents")
+) -> list[str]:
+    """Per case, our wall per step against the fastest peer's and the bare floor's, e.g.
+    ``20 × 2 KiB: ours 66.1 ms/step = 0.79× openai-agents (83.5), 0.99× bare (66.8)``; a case
+    without our or any peer's finished run says which is missing."""
+    lines = []
+    cases = list(dict.fromkeys((r.steps, r.result_bytes) for r in results))
+    for steps, size in cases:
+        group = {r.system: r for r in results if (r.steps, r.result_bytes) == (steps, size)}
+        label = f"{steps} × {size_label(size)}"
+        mine = group.get(ours)
+        rivals = [group[p] for p in peers if p in group and group[p].wall_ms]
+        if mine is None or not mine.wall_ms or not rivals:
+            lines.append(f"{label}: no comparison (ours or every peer did not finish)")
+            continue
+        best = min(rivals, key=lambda r: r.wall_ms)
+        text = f"{label}: {ours} {mine.wall_ms:.1f} ms/step = {mine.wall_ms / best.wall_ms:.2f}× {best.system} ({best.wall_ms:.1f})"
+        bare = group.get(SYSTEMS[0])
+        if bare is not None and bare.wall_ms:
+            text += f", {mine.wall_ms / bare.wall_ms:.2f}× bare ({bare.wall_ms:.1f})"
+        lines.append(text)
+    return lines
 
 
 def classify(
@@ -90,14 +165,15 @@ def _num(value: float | None, digits: int = 1) -> str:
 
 
 def markdown_table(results: list[PeerResult], *, error_chars: int = 90) -> str:
-    """The README's table: one row per case and system, ratios against the same case's bare floor.
+    """The docs' table: one row per case and system, ratios against the same case's bare floor
+    (medians over rounds when given :func:`median_results`; "wall range" is the rounds' spread).
 
     :param results: Every run, any order; rows come out by case (as first seen) then :data:`SYSTEMS`.
     :param error_chars: Longest error text kept in a cell (the rest becomes ``…``).
     """
     header = (
-        "| steps × result | system | finished | wall ms/step | wall / bare | worker work ms/step | work / bare "
-        "| worker CPU ms/step | history KB/step |\n|---|---|---|---:|---:|---:|---:|---:|---:|"
+        "| steps × result | system | finished | wall ms/step | wall range | wall / bare | worker work ms/step "
+        "| work / bare | worker CPU ms/step | history KB/step |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
     )
     cases = list(dict.fromkeys((r.steps, r.result_bytes) for r in results))
     order = {name: i for i, name in enumerate(SYSTEMS)}
@@ -115,8 +191,9 @@ def markdown_table(results: list[PeerResult], *, error_chars: int = 90) -> str:
             if len(status) > error_chars:
                 status = status[: error_chars - 1] + "…"
             history_kb = None if r.history_bytes is None else r.history_bytes / 1024
+            spread = "–" if r.wall_range is None else f"{r.wall_range[0]:.1f}–{r.wall_range[1]:.1f}"
             rows.append(
-                f"| {steps} × {size_label(size)} | {r.system} | {status} | {_num(r.wall_ms)} | {wall_ratio} | {_num(r.work_ms)} "
-                f"| {ratio} | {_num(r.cpu_ms)} | {_num(history_kb)} |"
+                f"| {steps} × {size_label(size)} | {r.system} | {status} | {_num(r.wall_ms)} | {spread} | {wall_ratio} "
+                f"| {_num(r.work_ms)} | {ratio} | {_num(r.cpu_ms)} | {_num(history_kb)} |"
             )
     return "\n".join(rows)

@@ -19,8 +19,11 @@ retried) and terminated; a run that fails is reported with its failure.
 
 Needs the ``[bench]`` extra: pip install -e '.[bench]'.
 
+With ``--rounds N`` every case and system runs N times (each round starting with the next
+system) and the table gives medians of the finished rounds, with the spread of wall times.
+
 Run: python -m bench.peers [--cases 20x2048,100x2048,40x51200] [--steps 10] [--systems bare,ours]
-     [--s3-latency [MS]] [--model-latency [MS]]
+     [--rounds N] [--s3-latency [MS]] [--model-latency [MS]]
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.service import RPCError
 
 from bench.common import add_latency_arguments, bench_stack, chain_events, latency_label, worker_spans
-from bench.peer_common import SYSTEMS, PeerResult, classify, markdown_table, script
+from bench.peer_common import SYSTEMS, PeerResult, best_peer_lines, classify, markdown_table, median_results, script
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = {
@@ -266,15 +269,30 @@ async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp, bench_stack(args.s3_latency, args.model_latency) as (stack, scripted):
         address = stack.temporal.address
         client = await Client.connect(address)
-        for steps, size in cases:
-            for system in systems:
-                t = time.monotonic()
-                result = await _run_child(client, system, steps, size, scripted, address, args, Path(tmp))
-                results.append(result)
-                print(f"  {steps}x{size} {system}: {result.status} ({time.monotonic() - t:.0f} s)", flush=True)
+        for round_number in range(args.rounds):
+            # Each round starts with the next system, so none always runs first (or last) in a case.
+            order = systems[round_number % len(systems) :] + systems[: round_number % len(systems)]
+            for steps, size in cases:
+                for system in order:
+                    t = time.monotonic()
+                    result = await _run_child(client, system, steps, size, scripted, address, args, Path(tmp))
+                    results.append(result)
+                    wall = f", {result.wall_ms:.1f} ms/step" if result.wall_ms else ""
+                    print(
+                        f"  round {round_number + 1}/{args.rounds} {steps}x{size} {system}: {result.status}{wall} "
+                        f"({time.monotonic() - t:.0f} s)",
+                        flush=True,
+                    )
     print(f"load after: {Path('/proc/loadavg').read_text().strip()}; took {time.monotonic() - started:.0f} s")
     print()
-    print(markdown_table(results))
+    merged = median_results(results)
+    if args.rounds > 1:
+        print(f"medians of {args.rounds} rounds (finished rounds only; the others are named in the table)")
+    print(markdown_table(merged))
+    print()
+    print("wall per step, ours against the fastest peer and the bare floor:")
+    for line in best_peer_lines(merged):
+        print(f"  {line}")
 
 
 def _arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -282,6 +300,7 @@ def _arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--cases", default=DEFAULT_CASES, help="STEPSxBYTES entries, comma-separated")
     parser.add_argument("--steps", type=int, help="shortcut: one case of this many steps with 2 KiB results")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated, from {', '.join(SYSTEMS)}")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of every case and system; medians are printed")
     parser.add_argument("--deadline", type=float, default=120.0, help="seconds a run may take in all")
     parser.add_argument("--stall", type=float, default=20.0, help="seconds a run may go without a new history event")
     add_latency_arguments(parser)
@@ -297,6 +316,8 @@ def _arguments(argv: list[str] | None = None) -> argparse.Namespace:
         args.system_list = parse_systems(args.systems)
     except ValueError as err:
         parser.error(str(err))
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}.")
     if args.deadline <= 0 or args.stall <= 0:
         parser.error("--deadline and --stall must be positive.")
     if args.steps is not None and args.steps < 1:

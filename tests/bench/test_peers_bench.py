@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.peer_common import PeerResult, classify, markdown_table, script, size_label
+from bench.peer_common import PeerResult, best_peer_lines, classify, markdown_table, median_results, script, size_label
 from bench.peers import parse_cases, parse_systems
 
 
@@ -107,23 +107,60 @@ def test_table_rows_by_case_then_system_with_ratio_to_that_cases_bare_floor():
     other_case = _result("bare", 10.0, steps=20, result_bytes=2048)
     table = markdown_table([stalled, _result("ours", 30.0), other_case, _result("bare", 60.0, wall_ms=50.0)])
     lines = table.splitlines()
-    assert lines[0].startswith("| steps × result | system | finished | wall ms/step | wall / bare |")
+    assert lines[0].startswith("| steps × result | system | finished | wall ms/step | wall range | wall / bare |")
     body = lines[2:]
     assert [line.split(" | ")[1] for line in body] == ["bare", "ours", "pydantic-ai", "bare"]
     assert "| 0.50× |" in body[1]  # ours 30 ms over this case's bare floor, 60 ms (not the other case's 10)
-    assert "| 100.0 | 2.00× |" in body[1]  # wall 100 ms over the bare floor's 50
+    assert "| 100.0 | – | 2.00× |" in body[1]  # wall 100 ms over the bare floor's 50 (one round: no range)
     assert "| 2.00× |" in body[2]
     assert "stalled at step 39/40: workflow task failing: [TMPRL1103] payload / too big" in body[2]  # pipe escaped
-    assert "| – | – | 120.0 | 2.00× | – | 10.0 |" in body[2]  # no wall or CPU for an unfinished run
+    assert "| – | – | – | 120.0 | 2.00× | – | 10.0 |" in body[2]  # no wall or CPU for an unfinished run
     assert body[3].startswith("| 20 × 2 KiB | bare | finished |")
 
 
 def test_table_without_a_floor_has_no_ratio():
     table = markdown_table([_result("ours", 30.0)])
-    assert "| 100.0 | – | 30.0 | – | 20.0 |" in table.splitlines()[2]
+    assert "| 100.0 | – | – | 30.0 | – | 20.0 |" in table.splitlines()[2]
 
 
 def test_table_cuts_long_errors():
     row = markdown_table([_result("ours", None, outcome="failed", error="x" * 500)], error_chars=40).splitlines()[2]
     status = row.split(" | ")[2]
     assert len(status) == 40 and status.endswith("…")
+
+
+def test_medians_over_rounds_keep_a_failed_round_visible():
+    rounds = [
+        _result("ours", 30.0, wall_ms=60.0, cpu_ms=10.0),
+        _result("ours", 50.0, wall_ms=90.0, cpu_ms=30.0),
+        _result("ours", None, outcome="failed", wall_ms=None, error="worker process exited -6: abort"),
+        _result("ours", 40.0, wall_ms=70.0, cpu_ms=20.0),
+        _result("bare", 20.0, wall_ms=50.0),
+    ]
+    ours, bare = median_results(rounds)
+    assert (ours.wall_ms, ours.work_ms, ours.cpu_ms) == (70.0, 40.0, 20.0)
+    assert (ours.rounds, ours.rounds_finished, ours.wall_range) == (4, 3, (60.0, 90.0))
+    assert ours.status == "finished 3/4 rounds; failed at step 40/40: worker process exited -6: abort"
+    assert (bare.rounds, bare.wall_range, bare.status) == (1, None, "finished")
+    row = markdown_table([ours, bare]).splitlines()[3]
+    assert "| 70.0 | 60.0–90.0 | 1.40× |" in row
+
+
+def test_medians_of_a_system_that_never_finished_is_its_last_failure():
+    (only,) = median_results([_result("ours", None, outcome="stalled", wall_ms=None, error=f"e{i}") for i in range(2)])
+    assert (only.outcome, only.rounds, only.rounds_finished, only.error) == ("stalled", 2, 0, "e1")
+
+
+def test_best_peer_line_names_the_fastest_peer_and_the_floor():
+    results = [
+        _result("bare", 20.0, wall_ms=50.0),
+        _result("ours", 20.0, wall_ms=40.0),
+        _result("pydantic-ai", 20.0, wall_ms=100.0),
+        _result("openai-agents", 20.0, wall_ms=80.0),
+        _result("ours", 20.0, steps=20, wall_ms=40.0),
+        _result("pydantic-ai", None, steps=20, outcome="failed", wall_ms=None),
+    ]
+    assert best_peer_lines(results) == [
+        "40 × 50 KiB: ours 40.0 ms/step = 0.50× openai-agents (80.0), 0.80× bare (50.0)",
+        "20 × 50 KiB: no comparison (ours or every peer did not finish)",
+    ]
