@@ -115,6 +115,10 @@ async def wait_turn(handle: WorkflowHandle, turn: int, timeout: timedelta = DEFA
             return result
         status = await handle.query(RUN_STATUS_QUERY, result_type=RunStatus)
         if status.done:
+            # The turn may have finished between the two queries: ask once more before saying it never did.
+            result = await handle.query(TURN_RESULT_QUERY, turn, result_type=TurnResult | None)
+            if result is not None:
+                return result
             raise ConversationError(
                 f"Run '{handle.id}' ended at turn {status.turn} (exit_reason {status.exit_reason!r}) "
                 f"without finishing turn {turn}."

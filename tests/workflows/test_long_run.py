@@ -46,7 +46,7 @@ async def chain_histories(client, run_id: str) -> list[dict]:
         runs.append(
             {
                 "start": listed.start_time,
-                "status": listed.status,
+                "status": description.status,  # the listing's status is eventually consistent
                 "events": len(history.events),
                 "bytes": description.raw_description.workflow_execution_info.history_size_bytes,
                 "json_bytes": len(json.dumps(history.to_json_dict())),
