@@ -61,8 +61,12 @@ def payloads_bucket() -> str | None:
     return get_settings().payloads_bucket or tool_results_bucket()
 
 
-#: obstore's retries mirror the boto3 client's (3 attempts); a request gives up after 30 s, so a
-#: write never hangs past the model activity's heartbeat-guarded wait.
+class S3ConfigurationError(RuntimeError):
+    """The environment does not give what an S3 request needs (credentials)."""
+
+
+#: obstore's retries as the boto3 client's (3 attempts, none started after 20 s), and a bound on
+#: each request, so a segment write never hangs the model activity.
 _OBJECT_STORE_RETRIES = {"max_retries": 2, "retry_timeout": timedelta(seconds=20)}
 _OBJECT_STORE_OPTIONS = {"connect_timeout": timedelta(seconds=5), "timeout": timedelta(seconds=30)}
 _object_stores: dict[tuple[Any, ...], Any] = {}
@@ -84,33 +88,28 @@ def object_store(bucket: str) -> Any:
     cache_key = (*(_plain(getattr(settings, field)) for field in _CLIENT_SETTINGS), bucket)
     with _clients_lock:
         store = _object_stores.get(cache_key)
-        if store is not None:
-            return store
-        session = boto3.session.Session()
-        if session.get_credentials() is None:
-            raise S3ConfigurationError(
-                f"No AWS credentials for bucket {bucket!r}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
-                "AWS_PROFILE, or give the worker a role."
-            )
-        meta = session.client("s3").meta
-        custom_endpoint = settings.aws_endpoint_url_s3 or settings.aws_endpoint_url
-        options: dict[str, Any] = dict(_OBJECT_STORE_OPTIONS)
-        config: dict[str, Any] = {"region": meta.region_name or "us-east-1"}
-        if custom_endpoint:  # moto, MinIO, a proxy: path-style, as boto3 sends to them
-            config["endpoint"] = meta.endpoint_url
-            options["allow_http"] = meta.endpoint_url.startswith("http://")
-        else:
-            config["virtual_hosted_style_request"] = True
-        store = S3Store(
-            bucket,
-            config=config,
-            client_options=options,
-            retry_config=_OBJECT_STORE_RETRIES,
-            credential_provider=Boto3CredentialProvider(session),
-        )
-        _object_stores[cache_key] = store
+    if store is not None:
         return store
-
-
-class S3ConfigurationError(RuntimeError):
-    """The environment does not give what an S3 request needs (credentials)."""
+    meta = s3_client().meta  # boto3's resolved endpoint and region
+    session = boto3.session.Session()
+    if session.get_credentials() is None:
+        raise S3ConfigurationError(
+            f"No AWS credentials for bucket {bucket!r}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+            "AWS_PROFILE, or give the worker a role."
+        )
+    options: dict[str, Any] = dict(_OBJECT_STORE_OPTIONS)
+    config: dict[str, Any] = {"region": meta.region_name or "us-east-1"}
+    if settings.aws_endpoint_url_s3 or settings.aws_endpoint_url:  # moto, MinIO, a proxy: path-style
+        config["endpoint"] = meta.endpoint_url
+        options["allow_http"] = meta.endpoint_url.startswith("http://")
+    else:
+        config["virtual_hosted_style_request"] = True
+    store = S3Store(
+        bucket,
+        config=config,
+        client_options=options,
+        retry_config=_OBJECT_STORE_RETRIES,
+        credential_provider=Boto3CredentialProvider(session),
+    )
+    with _clients_lock:
+        return _object_stores.setdefault(cache_key, store)
