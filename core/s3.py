@@ -14,6 +14,7 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 from pydantic import SecretStr
 
 from core.settings import get_settings
@@ -61,6 +62,17 @@ def payloads_bucket() -> str | None:
     return get_settings().payloads_bucket or tool_results_bucket()
 
 
+def bucket_region(bucket: str) -> str:
+    """The region S3 names for ``bucket`` (its ``x-amz-bucket-region``, read by a HEAD through
+    boto3, which the answer carries even when refused), else ``us-east-1``."""
+    try:
+        response = s3_client().head_bucket(Bucket=bucket)
+        headers = response["ResponseMetadata"]["HTTPHeaders"]
+    except ClientError as exc:
+        headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+    return headers.get("x-amz-bucket-region") or "us-east-1"
+
+
 class S3ConfigurationError(RuntimeError):
     """The environment does not give what an S3 request needs (credentials)."""
 
@@ -104,6 +116,8 @@ def object_store(bucket: str) -> Any:
         options["allow_http"] = meta.endpoint_url.startswith("http://")
     else:
         config["virtual_hosted_style_request"] = True
+        if session.region_name is None:  # boto3 follows S3's region redirects; obstore needs the region
+            config["region"] = bucket_region(bucket)
     store = S3Store(
         bucket,
         config=config,

@@ -13,7 +13,7 @@ import pytest
 
 from activities.conversation import ConversationSegment, ConversationStore, ConversationStoreError
 from agent import ChatMessage
-from core.s3 import S3ConfigurationError, object_store, payloads_bucket, s3_client
+from core.s3 import S3ConfigurationError, bucket_region, object_store, payloads_bucket, s3_client
 
 
 async def test_a_segment_obstore_writes_is_the_object_boto3_reads(stack):
@@ -62,3 +62,14 @@ def test_no_credentials_is_a_clear_error_at_first_use(monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")  # a fresh cache entry; never called
     with pytest.raises(S3ConfigurationError, match="No AWS credentials for bucket 'b-creds'"):
         object_store("b-creds")
+
+
+async def test_the_bucket_region_comes_from_s3_for_a_worker_that_names_none(stack):
+    """Without a configured region, boto3 follows S3's redirects and obstore cannot: the store asks
+    S3 for the bucket's region (moto answers like S3: ``x-amz-bucket-region``)."""
+    bucket = f"eu-{uuid.uuid4().hex[:8]}"
+    await asyncio.to_thread(
+        s3_client().create_bucket, Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+    )
+    assert await asyncio.to_thread(bucket_region, bucket) == "eu-west-1"
+    assert await asyncio.to_thread(bucket_region, payloads_bucket()) == "us-east-1"
