@@ -13,6 +13,7 @@ and a retried write of the same segment is the same object (idempotent).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import threading
 from collections import OrderedDict
@@ -89,10 +90,9 @@ class ConversationStore:
         bucket = payloads_bucket()
         return cls(bucket) if bucket else None
 
-    @property
-    def store(self) -> Any:
-        if self._store is None:
-            self._store = object_store(self.bucket)
+    async def _object_store(self) -> Any:
+        if self._store is None:  # first use: boto3 resolves the configuration (maybe a HEAD), off the loop
+            self._store = await asyncio.to_thread(object_store, self.bucket)
         return self._store
 
     def _key(self, digest: str) -> str:
@@ -113,7 +113,7 @@ class ConversationStore:
             if digest in self._cache:
                 return digest
         try:
-            await obstore.put_async(self.store, self._key(digest), data, attributes=_JSON)
+            await obstore.put_async(await self._object_store(), self._key(digest), data, attributes=_JSON)
         except (OSError, ObjectStoreError) as exc:  # obstore raises FileNotFoundError for a missing bucket
             raise ConversationStoreError(f"Could not write {self._url(digest)}: {_first_line(exc)}") from exc
         self._remember(digest, segment, len(data))
@@ -172,7 +172,8 @@ class ConversationStore:
                 self._cache.move_to_end(digest)
                 return self._cache[digest][0]
         try:
-            body = (await (await obstore.get_async(self.store, self._key(digest))).bytes_async()).to_bytes()
+            stored = await obstore.get_async(await self._object_store(), self._key(digest))
+            body = (await stored.bytes_async()).to_bytes()
         except (FileNotFoundError, NotFoundError) as exc:  # obstore raises the former for a 404 GET
             raise LookupError(f"Conversation segment {self._url(digest)} is missing.") from exc
         except (OSError, ObjectStoreError) as exc:

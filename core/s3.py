@@ -2,8 +2,9 @@
 
 boto3 reads its own configuration (``AWS_ENDPOINT_URL_S3``, credentials, region, profiles);
 nothing here names an endpoint. The conversation segments, written every step, go through an
-``obstore`` store built from what boto3 resolved (:func:`object_store`). Clients are cached per process, keyed by that environment, so
-a worker reuses one connection pool and a test that changes the environment gets a new client.
+``obstore`` store built from what boto3 resolved (:func:`object_store`). Clients are cached per
+process, keyed by that environment, so a worker reuses one connection pool and a test that
+changes the environment gets a new client.
 """
 
 from __future__ import annotations
