@@ -47,6 +47,17 @@ class Running:
         return self.process.returncode, self.out, err.decode()
 
 
+async def ask_and_see_it_stream(chatting, turn: int) -> tuple[int, str, str]:
+    """Type the question into ``agent chat``, see the answer's start before its end (it streams),
+    wait for turn ``turn`` to end, and close the chat; returns its exit code, stdout and stderr."""
+    chatting.process.stdin.write(b"how did the deploy go?\n")
+    await chatting.process.stdin.drain()
+    early = await chatting.until("assistant: The deploy")
+    assert ANSWER not in early
+    await chatting.until(f"[turn {turn} ended: exit_reason text]")
+    return await chatting.finish()
+
+
 async def test_watch_prints_the_answer_while_the_model_still_streams_it(
     client, worker, scripted, model, run_id, tmp_path
 ):
@@ -78,14 +89,7 @@ async def test_chat_prints_each_answer_as_it_streams(client, worker, scripted, m
     )
     await handle.wait_turn(1)
     chatting = await Running.start("chat", run_id, "--sender", "ann")
-    chatting.process.stdin.write(b"how did the deploy go?\n")
-    await chatting.process.stdin.drain()
-
-    early = await chatting.until("assistant: The deploy")
-    assert ANSWER not in early
-    await chatting.until("[turn 2 ended: exit_reason text]")
-    code, out, err = await chatting.finish()
-
+    code, out, err = await ask_and_see_it_stream(chatting, turn=2)
     assert code == 0, err
     lines = [line for line in out.splitlines() if line.startswith(("assistant:", "[turn"))]
     assert lines == [f"assistant: {ANSWER}", "[turn 2 ended: exit_reason text]"], out
@@ -103,12 +107,7 @@ async def test_chat_started_with_a_streaming_agent(client, worker, scripted, mod
         worker,
         env={MODEL_ENV: model},
     )
-    chatting.process.stdin.write(b"how did the deploy go?\n")
-    await chatting.process.stdin.drain()
-    early = await chatting.until("assistant: The deploy")
-    assert ANSWER not in early
-    await chatting.until("[turn 1 ended: exit_reason text]")
-    code, out, err = await chatting.finish()
+    code, out, err = await ask_and_see_it_stream(chatting, turn=1)
     assert code == 0, err
     assert f"assistant: {ANSWER}\n" in out
     await client.get_workflow_handle(run_id).cancel()

@@ -28,12 +28,18 @@ async def waiting_session(client, model: str, run_id: str, **agent_options):
     return handle
 
 
-async def test_the_conversation_page_shows_a_new_turn_without_a_reload(client, scripted, model, run_id, inbox, as_user):
-    scripted.script(model, [{"text": "Hi! Which service?"}, {"text": "Checkout is healthy."}])
-    handle = await waiting_session(client, model, run_id)
+async def live_conversation_page(as_user, inbox: str, run_id: str):
+    """alice's conversation page of ``run_id``, once it follows the run's events."""
     page = await as_user("alice")
     await page.goto(f"{inbox}/runs/{run_id}/conversation")
     await expect(page.get_by_test_id("live-state")).to_have_text("live", timeout=WAIT_MS)
+    return page
+
+
+async def test_the_conversation_page_shows_a_new_turn_without_a_reload(client, scripted, model, run_id, inbox, as_user):
+    scripted.script(model, [{"text": "Hi! Which service?"}, {"text": "Checkout is healthy."}])
+    handle = await waiting_session(client, model, run_id)
+    page = await live_conversation_page(as_user, inbox, run_id)
 
     await handle.send_message("How is checkout?", sender="bob")  # from elsewhere: this page only listens
 
@@ -56,9 +62,7 @@ async def test_the_answer_shows_while_it_streams_and_a_reload_mid_answer_shows_i
 ):
     scripted.script(model, [{"text": "Hi! Which service?"}, slowly(ANSWER), slowly("Inventory " * 30)])
     handle = await waiting_session(client, model, run_id, stream_tokens=True)
-    page = await as_user("alice")
-    await page.goto(f"{inbox}/runs/{run_id}/conversation")
-    await expect(page.get_by_test_id("live-state")).to_have_text("live", timeout=WAIT_MS)
+    page = await live_conversation_page(as_user, inbox, run_id)
 
     await handle.send_message("How did the deploy go?", sender="alice")
     streaming = page.locator('[data-testid="message-assistant"].streaming .text')
@@ -87,9 +91,7 @@ async def test_a_retried_stream_restarts_the_answer_on_the_page(client, scripted
     broken = slowly(ANSWER, pace=0.1, break_after=8)
     scripted.script(model, [{"text": "Hi! Which service?"}, broken, slowly(ANSWER, pace=0.1)])
     handle = await waiting_session(client, model, run_id, stream_tokens=True)
-    page = await as_user("alice")
-    await page.goto(f"{inbox}/runs/{run_id}/conversation")
-    await expect(page.get_by_test_id("live-state")).to_have_text("live", timeout=WAIT_MS)
+    page = await live_conversation_page(as_user, inbox, run_id)
 
     await handle.send_message("How did the deploy go?", sender="alice")
     conversation = page.get_by_test_id("conversation")
