@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from core.events import RUN_EVENTS_TOPIC
 from core.settings import get_settings
@@ -95,7 +96,12 @@ class TokenPublisher:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            await self._stream.flush()
+            try:
+                await self._stream.flush()
+            except RPCError as err:
+                if err.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                return  # the run ended (cancelled mid-answer): no one left to send tokens to
 
     def event(self, kind: str, data: dict[str, Any]) -> None:
         """Publish one event of this step now."""
