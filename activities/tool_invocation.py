@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import HEARTBEAT_TIMEOUT, with_heartbeats
 from core.agent_tool import AgentTool
@@ -27,6 +28,7 @@ from core.messages import ToolCall
 from core.serialization import object_from_dict
 from core.tool_records import OFFLOADED_META_KEY, pointer_text, unstored_text
 from core.tools import Tool, ToolContext, flatten_tools, tool_context_set
+from core.trust import Slot, UntrustedPathError
 from core.wire import INVOKE_TOOL_ACTIVITY
 
 #: How long the tool activity retries a store write (an S3 outage) before the result is given up;
@@ -179,6 +181,18 @@ async def call_tool(request: ToolInvocationInput) -> ToolInvocationOutput:
 
 #: A local tool call's own timeout: it holds the run's workflow task, so it must be short.
 LOCAL_TOOL_TIMEOUT = timedelta(minutes=1)
+#: What the offload instruction may name (core.trust checks it again here, on the worker).
+RESULT_STORE_SLOT = Slot("tool result store", methods=("write",))
+OFFLOAD_POLICY_SLOT = Slot("offload policy", methods=("should_offload",))
+UNTRUSTED_PATH = "UntrustedPath"
+
+
+def _trusted_object(descriptor: dict[str, Any], slot: Slot) -> Any:
+    """Rebuild ``descriptor`` through the trust gate; a refusal fails the call for good."""
+    try:
+        return object_from_dict(descriptor, slot)
+    except UntrustedPathError as exc:
+        raise ApplicationError(str(exc), type=UNTRUSTED_PATH, non_retryable=True) from exc
 
 
 async def call_tool_local(request: ToolInvocationInput) -> ToolInvocationOutput:
@@ -202,7 +216,8 @@ async def write_to_store(descriptor: dict[str, Any], key: str, content: str) -> 
 
     :raises ValueError: For a key the store refuses (outside the run, traversal).
     """
-    return await asyncio.to_thread(object_from_dict(descriptor).write, key=key, content=content)
+    store = _trusted_object(descriptor, RESULT_STORE_SLOT)
+    return await asyncio.to_thread(store.write, key=key, content=content)
 
 
 async def offload_in_activity(
@@ -217,7 +232,7 @@ async def offload_in_activity(
         stored; the result itself when the policy keeps it inline; ``unstored_text`` (an error)
         when the store kept failing until the deadline, so a big result never sits in the context.
     """
-    policy = object_from_dict(instruction.policy)
+    policy = _trusted_object(instruction.policy, OFFLOAD_POLICY_SLOT)
     if not text or not policy.should_offload(tool_name, text, None):
         return text, {}, False
     deadline = timedelta(seconds=instruction.write_deadline_seconds)
@@ -241,6 +256,8 @@ async def _write_until(descriptor: dict[str, Any], key: str, content: str, deadl
     while True:
         try:
             return await write_to_store(descriptor, key, content)
+        except ApplicationError:  # an untrusted store: the run's input named code this worker refuses
+            raise
         except ValueError as exc:  # a refused key: retrying cannot help
             raise _GaveUp(exc) from exc
         except Exception as exc:

@@ -14,6 +14,7 @@ from core.messages import ChatMessage
 from core.payloads import MessageReceipt, UserMessage
 from core.settings import DEFAULT_TASK_QUEUE
 from core.spec import AgentSpec
+from core.trust import trusting
 from runtime.sandbox import check_hook_modules
 
 
@@ -30,7 +31,8 @@ class Agent(AgentSpec):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.check_rebuildable()
+        with trusting(self.served_modules()):  # as a worker serving this agent would
+            self.check_rebuildable()
         check_hook_modules(self)
 
     def as_tool(self, name: str, description: str) -> AgentTool:

@@ -1,7 +1,8 @@
 """Hooks travel by reference: ``{"type": "module.Class", "init_parameters": {...}}``.
 
 The dict goes into the workflow input, so a run's hook configuration is in its history and
-replay never depends on what the worker happens to hold.
+replay never depends on what the worker happens to hold. The input is data written by whoever
+can start a run: :func:`object_from_dict` rebuilds only what passes :mod:`core.trust`'s gate.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from core.trust import ANY_CLASS, Slot, import_trusted
 
 T = TypeVar("T")
 
@@ -29,7 +32,9 @@ def import_path(obj: Any) -> str:
 
 
 def import_object(path: str) -> Any:
-    """Resolve ``module.Qualified.Name``.
+    """Resolve ``module.Qualified.Name`` with no trust check: only for paths the process's operator
+    typed (``--tools``, ``--agent``), never for a path read from a run's input
+    (:func:`core.trust.import_trusted` is for those).
 
     :raises ValueError: If the module or attribute cannot be found.
     """
@@ -78,13 +83,17 @@ def object_to_dict(obj: Any) -> dict[str, Any]:
     return to_dict()
 
 
-def object_from_dict(data: dict[str, Any]) -> Any:
+def object_from_dict(data: dict[str, Any], slot: Slot = ANY_CLASS) -> Any:
     """Rebuild an object serialised by :func:`object_to_dict`, through its class's ``from_dict``.
 
+    :param data: ``{"type": "module.Class", "init_parameters": {...}}``, as read from a run's input.
+    :param slot: What the type must be (a hook, a policy, a store, ...), checked before construction.
+    :raises core.trust.UntrustedPathError: If the type's module is not trusted or the class does not
+        fit ``slot`` (nothing is imported or constructed then).
     :raises ValueError: If ``data`` has no ``type`` or the type cannot be imported.
     """
-    if "type" not in data:
+    if not isinstance(data, dict) or "type" not in data:
         raise ValueError(f"Serialised object has no 'type': {data!r}")
-    cls = import_object(data["type"])
+    cls = import_trusted(data["type"], slot)
     from_dict = getattr(cls, "from_dict", None)
     return from_dict(data) if from_dict is not None else default_from_dict(cls, data)

@@ -234,6 +234,14 @@ class Settings(BaseSettings):
     otel_service_name: str | None = _setting(
         "OTEL_SERVICE_NAME", None, "service.name of the spans (read by the OpenTelemetry SDK).", _TEXT
     )
+    # Trust: what a run's input may name (core/trust.py)
+    trusted_modules: str | None = _setting(
+        "AGENT_TRUSTED_MODULES",
+        None,
+        "Module prefixes whose hooks, policies, stores, functions and types a run's input may name, beyond "
+        "the project's packages and the modules of the agents and tools the worker serves.",
+        "comma-separated module names, e.g. myapp.hooks,myapp.policies",
+    )
     # The dev tooling's demo tools
     demo_ledger: str = _setting(
         "DEMO_LEDGER", ".agent-dev/demo-ledger.jsonl", "File the demo tools append their effects to.", "a file path"

@@ -16,6 +16,7 @@ from core.mcp import MCPSource, MCPToolset, split_mcp
 from core.serialization import object_from_dict, object_to_dict
 from core.state import state_schema_from_dict, state_schema_to_dict, validate_state_schema
 from core.tools import Tool, Toolset, ToolSpec, flatten_tools
+from core.trust import HOOK, modules_named_in
 
 HookPoint = Literal["before_run", "before_llm", "before_tool", "after_tool", "on_exit", "after_run"]
 
@@ -219,6 +220,12 @@ class AgentSpec:
         """The spec of the tool called ``name``, or None."""
         return next((t for t in self.tool_specs if t.name == name), None)
 
+    def served_modules(self) -> set[str]:
+        """The modules this agent's own code comes from: its tools' functions (sub-agents' included)
+        and every import path its serialised form names. A worker that serves this agent trusts
+        them (:mod:`core.trust`), and ``Agent(...)`` checks its own spec against them."""
+        return {t.function.__module__ for t in self.tool_functions} | modules_named_in(self.to_dict())
+
     def distinct_hooks(self) -> list[Any]:
         """Every registered hook once, in registration order (a hook may sit at several points)."""
         seen: dict[int, Any] = {}
@@ -260,7 +267,7 @@ class AgentSpec:
                         )
                     hook = built[entry[SAME_AS]]
                 else:
-                    hook = object_from_dict(entry)
+                    hook = object_from_dict(entry, HOOK)
                 built[f"{point}/{index}"] = hook
                 out[point].append(hook)
         return out
@@ -288,7 +295,7 @@ class AgentSpec:
                         f"{problem} inside hook {where} serialises to None; give it to_dict()/from_dict()."
                     )
                 try:
-                    rebuilt = object_from_dict(data)
+                    rebuilt = object_from_dict(data, HOOK)
                     again = object_to_dict(rebuilt)
                 except Exception as err:
                     raise ValueError(
@@ -322,8 +329,17 @@ class AgentSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentSpec:
-        """Rebuild from :meth:`to_dict`'s output (as this class, or the subclass it is called on)."""
+        """Rebuild from :meth:`to_dict`'s output (as this class, or the subclass it is called on).
+
+        Each sub-agent's spec is rebuilt too and dropped: it passes the same trust gate now, so a
+        refused path in it fails the parent's run at once, not a child run later.
+
+        :raises core.trust.UntrustedPathError: For a path of the spec (or a sub-agent's) this
+            process does not trust.
+        """
         sub_agents = data.get("sub_agents") or {}
+        for sub_agent in sub_agents.values():
+            AgentSpec.from_dict(sub_agent)
         return cls(
             model=data["model"],
             tools=[

@@ -8,11 +8,11 @@ agent's ``state_schema``. ``set`` merges lists (appends) and replaces everything
 from __future__ import annotations
 
 import copy
-import importlib
 from collections.abc import Callable
 from typing import Any, get_args, get_origin
 
 from core.messages import ChatMessage
+from core.trust import STATE_HANDLER, STATE_TYPE, import_trusted
 
 
 def merge_lists(current: Any, new: Any) -> list:
@@ -72,8 +72,7 @@ def _type_from_str(name: str) -> Any:
         return list[ChatMessage]
     if name in _BUILTIN_TYPES:
         return _BUILTIN_TYPES[name]
-    module, _, attr = name.rpartition(".")
-    return getattr(importlib.import_module(module), attr)
+    return import_trusted(name, STATE_TYPE)
 
 
 def _callable_to_str(function: Callable) -> str:
@@ -117,7 +116,7 @@ def state_schema_from_dict(data: dict[str, dict[str, str]]) -> dict[str, dict[st
     for key, definition in data.items():
         out[key] = {"type": _type_from_str(definition["type"])}
         if definition.get("handler"):
-            out[key]["handler"] = _type_from_str(definition["handler"])
+            out[key]["handler"] = import_trusted(definition["handler"], STATE_HANDLER)
     return out
 
 

@@ -11,8 +11,9 @@ import typing
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from core.serialization import import_object, import_path
+from core.serialization import import_path
 from core.state import State
+from core.trust import HOOK_FUNCTION, check_origin, import_trusted
 
 
 class FunctionHook:
@@ -110,9 +111,10 @@ def _import_function(path: str | None, slot: str) -> Callable[..., Any] | None:
     so unwrap that back to the function."""
     if not path:
         return None
-    obj = import_object(path)
+    obj = import_trusted(path, HOOK_FUNCTION)
     if isinstance(obj, FunctionHook):
-        return getattr(obj, slot)
+        obj = getattr(obj, slot)
+        check_origin(path, obj, HOOK_FUNCTION)  # the wrapped function's own module, not FunctionHook's
     return obj
 
 

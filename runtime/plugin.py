@@ -35,6 +35,7 @@ from core.converter import agent_data_converter
 from core.s3 import payloads_bucket
 from core.settings import get_settings
 from core.tools import Tool
+from core.trust import trust_configured_modules, trust_modules
 from core.wire import CHAT_COMPLETION_ACTIVITY
 from hooks.family import check_families, family_activities, warm_up_families
 from runtime.sandbox import workflow_runner
@@ -74,6 +75,9 @@ class AgentPlugin(SimplePlugin):
         prometheus_bind: str | None = None,
     ) -> None:
         self._tool_activities = ToolActivities(list(tools)) if tools is not None else None
+        # What this process may rebuild from a run's input: AGENT_TRUSTED_MODULES, and the tools' modules.
+        trust_configured_modules(get_settings().trusted_modules)
+        trust_modules(t.function.__module__ for t in tools or ())
         self._model_activities = model_activities
         self._tracing_interceptor = tracing_interceptor(tracing)
         self._prometheus_bind = prometheus_bind_address(prometheus_bind)

@@ -16,6 +16,7 @@ from core.mcp import MCPToolset
 from core.serialization import import_object
 from core.spec import AgentSpec
 from core.tools import Tool, Toolset, flatten_tools
+from core.trust import trust_modules
 
 
 class ToolSpecError(ValueError):
@@ -43,7 +44,9 @@ def resolve_spec(spec: str, option: str = "--tools") -> Any:
     module_name, sep, attr = spec.partition(":")
     if not sep:
         try:
-            return import_object(spec)
+            target = import_object(spec)
+            serve(spec.rpartition(".")[0], target)
+            return target
         except ValueError as exc:
             raise ToolSpecError(
                 f"{option} {spec!r}: {exc} Name it as module:attribute, e.g. myapp.tools:TOOLS "
@@ -68,7 +71,14 @@ def resolve_spec(spec: str, option: str = "--tools") -> Any:
                 f"{option} {spec!r}: module {module_name} ({module.__file__}) has no attribute {attr!r}"
             )
         target = getattr(target, part)
+    serve(module_name, target)
     return target
+
+
+def serve(module_name: str, target: Any) -> None:
+    """Trust what the operator named here: the spec's module and, for an agent, every module its
+    hooks, policies, stores, functions and types come from (``core/trust.py``)."""
+    trust_modules([module_name, *(target.served_modules() if isinstance(target, AgentSpec) else ())])
 
 
 def tools_of(obj: Any, spec: str, option: str = "--tools") -> list[Tool | MCPToolset]:

@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -26,7 +27,9 @@ from activities.tool_invocation import ToolActivities
 from core.mcp import MCPServerError, MCPToolset, split_mcp
 from core.settings import DEFAULT_MAX_CACHED_WORKFLOWS as DEFAULT_MAX_CACHED_WORKFLOWS
 from core.settings import ConfigurationError, env_name, get_settings
+from core.spec import AgentSpec
 from core.tools import Tool
+from core.trust import trust_modules
 from runtime.mcp_servers import MCPServers, MCPServersPlugin
 from runtime.plugin import AgentPlugin, connect
 from runtime.tool_loading import ToolSpecError, load_tools
@@ -66,6 +69,9 @@ def create_worker(
     model_activities: ModelActivities | None = None,
     extra_workflows: list[type] | None = None,
     extra_activities: list[Any] | None = None,
+    *,
+    agents: Sequence[AgentSpec] = (),
+    trusted_modules: Sequence[str] = (),
     **worker_options: Any,
 ) -> Worker:
     """Build a worker for agent runs.
@@ -78,6 +84,10 @@ def create_worker(
     :param model_activities: A custom model client holder; by default one from ``OPENAI_*``.
     :param extra_workflows: Other workflow classes to run on the same worker.
     :param extra_activities: Other activities for the same worker (e.g. the ones your hooks await).
+    :param agents: Agents this worker serves: the modules their hooks, policies, stores, functions and
+        state types come from are trusted when a run's input names them (``core/trust.py``; the tools'
+        own modules always are).
+    :param trusted_modules: More module prefixes a run's input may name (as ``AGENT_TRUSTED_MODULES``).
     :param worker_options: Passed to ``temporalio.worker.Worker`` (override the tuned defaults,
         e.g. ``max_cached_workflows``, by default :func:`max_cached_workflows`).
     :raises ValueError: On duplicate tool names or a non-``Tool`` in ``tools``, or a malformed
@@ -86,6 +96,9 @@ def create_worker(
         ``async with worker`` (or ``worker.run()``), naming its command or URL.
     """
     tools, toolsets = split_mcp(tools)
+    trust_modules([*trusted_modules, *(t.function.__module__ for t in tools)])
+    for served in agents:
+        trust_modules(served.served_modules())
     activities: list[Any] = [ToolActivities(tools).invoke_tool, *(extra_activities or [])]
     plugins: list[Any] = [] if has_plugin(client) else [AgentPlugin()]
     if toolsets:

@@ -23,6 +23,11 @@ from worker import create_worker
 
 TEST_TASK_QUEUE = "tests"
 
+# The suite is the workers' operator: its agents' hooks, policies and stores live in tests/, bench/
+# and examples/, which a run's input may name only because this says so (core/trust.py). Set before
+# any worker or client reads its settings, and inherited by the workers the tests start as processes.
+os.environ.setdefault("AGENT_TRUSTED_MODULES", "tests,bench,examples")
+
 #: Fixtures that start a server or a browser (or need one that does). A test using any of them is
 #: marked ``integration``; every other test is marked ``unit`` unless its module says
 #: ``pytestmark = pytest.mark.integration`` (a test that starts its own servers).

@@ -37,7 +37,7 @@ from agent.progress import announce_if_slow
 from agent.workers import why_no_worker
 from core.serialization import import_object, object_from_dict
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
-from hooks.human_in_the_loop.protocol import ConfirmationUI
+from hooks.human_in_the_loop.protocol import UI_SLOT, ConfirmationUI
 from hooks.human_in_the_loop.registry import approver_refusal
 from hooks.human_in_the_loop.templates import as_ui_result
 from hooks.human_in_the_loop.user_interfaces import RichConsoleUI, SimpleConsoleUI
@@ -100,7 +100,7 @@ def confirmation_ui_for(request: PendingConfirmation) -> ConfirmationUI:
     names none or this process cannot import it (a note says so); with the JSON modify step."""
     if request.confirmation_ui:
         try:
-            return json_arguments_ui(object_from_dict(dict(request.confirmation_ui)))
+            return json_arguments_ui(object_from_dict(dict(request.confirmation_ui), UI_SLOT))
         except (ValueError, TypeError, ImportError) as err:
             print(f"note: cannot load the run's confirmation UI ({err}); asking with SimpleConsoleUI instead.")
     return JsonArgumentsConsoleUI()

@@ -20,12 +20,15 @@ from temporalio.exceptions import ApplicationError
 
 from core.serialization import object_from_dict
 from core.tool_records import encode_key_segment
+from core.trust import Slot
 from hooks.audit.dataclasses import AuditRecord
 
 #: Activity name (part of the wire contract between workflows and workers).
 WRITE_AUDIT_RECORDS_ACTIVITY = "write_audit_records"
 #: ``ApplicationError.type`` of a write retrying cannot fix (a key or run id the store refuses).
 AUDIT_RECORD_REFUSED = "AuditRecordRefused"
+#: What a run's input may name as the audit store (core.trust checks it before construction).
+AUDIT_STORE_SLOT = Slot("audit store", methods=("write",))
 
 # No maximum_attempts: an audit record must not be lost, so an unreachable store holds the run
 # at this step (retrying) until it is back, rather than letting tool calls go unrecorded.
@@ -83,7 +86,7 @@ async def write_audit_records(request: WriteAuditRecordsInput) -> list[str]:
     A refused key or run id is not retried (``AUDIT_RECORD_REFUSED``); store errors are.
     """
     try:
-        store = object_from_dict(request.store)
+        store = object_from_dict(request.store, AUDIT_STORE_SLOT)
         return await asyncio.to_thread(write_records_to_store, store, request.run_id, request.records)
     except ValueError as exc:
         raise ApplicationError(str(exc), type=AUDIT_RECORD_REFUSED, non_retryable=True) from exc

@@ -31,7 +31,7 @@ from core.messages import ChatMessage, ToolCall, ToolCallResult
 from core.serialization import default_to_dict, object_from_dict
 from core.state import State
 from core.tool_records import CONFIRMATION_KEY, OFFLOADED_META_KEY, arguments_sha256
-from hooks.audit.activities import WriteAuditRecordsInput, write_records, write_records_to_store
+from hooks.audit.activities import AUDIT_STORE_SLOT, WriteAuditRecordsInput, write_records, write_records_to_store
 from hooks.audit.dataclasses import AuditRecord
 from hooks.context import current_run_or_none, run_logger
 from hooks.protocol import AFTER_TOOL, BEFORE_TOOL
@@ -261,7 +261,7 @@ class AuditHook:
 
         :raises ValueError: If the store descriptor cannot be imported.
         """
-        return cls(store=object_from_dict(data.get("init_parameters", {})["store"]))
+        return cls(store=object_from_dict(data.get("init_parameters", {})["store"], AUDIT_STORE_SLOT))
 
     def __repr__(self) -> str:
         return f"AuditHook(store={self.store!r})"

@@ -10,7 +10,7 @@ from core.messages import ChatMessage
 from core.serialization import default_to_dict, object_from_dict, object_to_dict
 from core.state import State, replace_values
 from hooks import lifecycle
-from hooks.compaction.protocol import Compactor
+from hooks.compaction.protocol import COMPACTOR_SLOT, COUNTER_SLOT, Compactor
 from hooks.compaction.token_counters import ApproximateTokenCounter, TokenCounter, Tools
 from hooks.compaction.utils import last_assistant_index
 from hooks.context import run_logger
@@ -216,6 +216,6 @@ class CompactionHook:
     def from_dict(cls, data: dict[str, Any]) -> CompactionHook:
         """Rebuild the hook, its compactor and its token counter."""
         params = dict(data.get("init_parameters", {}))
-        compactor = object_from_dict(params.pop("compactor"))
+        compactor = object_from_dict(params.pop("compactor"), COMPACTOR_SLOT)
         counter = params.pop("token_counter", None)
-        return cls(compactor, token_counter=object_from_dict(counter) if counter else None, **params)
+        return cls(compactor, token_counter=object_from_dict(counter, COUNTER_SLOT) if counter else None, **params)

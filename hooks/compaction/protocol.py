@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from core.messages import ChatMessage
 from core.serialization import default_from_dict, default_to_dict
+from core.trust import Slot
 from hooks.compaction.token_counters import TokenCounter
 
 
@@ -85,3 +86,10 @@ class Compactor(Protocol):
     def from_dict(cls, data: dict[str, Any]) -> Compactor:
         """Rebuild the compactor, passing ``data["init_parameters"]`` to the constructor."""
         return default_from_dict(cls, data)
+
+
+#: What a run's input may name in this family's places (core.trust checks them before construction).
+COMPACTOR_SLOT = Slot("compactor", any_of=("compact", "compact_async"))
+COUNTER_SLOT = Slot("token counter", methods=("count",))
+RESULT_STORE_SLOT = Slot("tool result store", methods=("write",))
+CHAT_GENERATOR_SLOT = Slot("chat generator spec", methods=("to_dict",))

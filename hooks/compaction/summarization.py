@@ -10,7 +10,7 @@ from core.messages import ChatMessage
 from core.serialization import default_to_dict, object_from_dict
 from hooks import lifecycle
 from hooks.compaction.chat_generator import ChatGeneratorSpec
-from hooks.compaction.protocol import Compactor
+from hooks.compaction.protocol import CHAT_GENERATOR_SLOT, Compactor
 from hooks.compaction.rendering import render_message
 from hooks.compaction.token_counters import TokenCounter
 from hooks.compaction.utils import (
@@ -126,7 +126,11 @@ def _chat_generator_of(
             "`generation_kwargs`."
         )
     if isinstance(chat_generator, dict):
-        spec = object_from_dict(chat_generator) if "type" in chat_generator else ChatGeneratorSpec(**chat_generator)
+        spec = (
+            object_from_dict(chat_generator, CHAT_GENERATOR_SLOT)
+            if "type" in chat_generator
+            else ChatGeneratorSpec(**chat_generator)
+        )
     else:
         spec = chat_generator
     if not isinstance(spec, ChatGeneratorSpec):

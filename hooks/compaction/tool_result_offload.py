@@ -20,7 +20,7 @@ from activities.result_store import StoreResultInput, store_result
 from core.messages import ChatMessage
 from core.serialization import default_to_dict, object_from_dict
 from core.tool_records import OFFLOADED_META_KEY, pointer_text, result_key
-from hooks.compaction.protocol import Compactor
+from hooks.compaction.protocol import RESULT_STORE_SLOT, Compactor
 from hooks.compaction.token_counters import TokenCounter
 from hooks.compaction.utils import (
     COMPACTION_META_KEY,
@@ -261,7 +261,7 @@ class ToolResultOffloadCompactor(Compactor):
         store = params.pop("store")
         deadline = params.pop("write_deadline_seconds")
         return cls(
-            object_from_dict(store) if isinstance(store, dict) else store,
+            object_from_dict(store, RESULT_STORE_SLOT) if isinstance(store, dict) else store,
             write_deadline=timedelta(seconds=deadline),
             **params,
         )

@@ -22,7 +22,7 @@ from hooks._tool_keys import (
 )
 from hooks.human_in_the_loop.dataclasses import ToolExecutionDecision
 from hooks.human_in_the_loop.notifications import ApprovalOutbox
-from hooks.human_in_the_loop.protocol import ConfirmationCall, ConfirmationStrategy
+from hooks.human_in_the_loop.protocol import STRATEGY_SLOT, ConfirmationCall, ConfirmationStrategy
 from hooks.human_in_the_loop.registry import approver_list
 from hooks.human_in_the_loop.strategies import DurableConfirmationStrategy
 from hooks.human_in_the_loop.templates import (
@@ -300,7 +300,7 @@ class ConfirmationHook:
         raw = params.get("confirmation_strategies", {})
         approvers = params.get("approvers")
         return cls(
-            {decode_tool_key(key): object_from_dict(value) for key, value in raw.items()},
+            {decode_tool_key(key): object_from_dict(value, STRATEGY_SLOT) for key, value in raw.items()},
             approvers=(
                 {decode_tool_key(key): names for key, names in approvers.items()}
                 if isinstance(approvers, dict)

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, Required, TypedDict, Unpack, runtime_checkable
 
 from core.serialization import default_from_dict, default_to_dict
+from core.trust import Slot
 from hooks.human_in_the_loop.dataclasses import ConfirmationUIResult, ToolExecutionDecision
 
 
@@ -158,3 +159,10 @@ class ConfirmationUI(Protocol):
     def from_dict(cls, data: dict[str, Any]) -> ConfirmationUI:
         """Rebuild from :meth:`to_dict`'s output."""
         return default_from_dict(cls, data)
+
+
+#: What a run's input may name in this family's places (core.trust checks them before construction).
+POLICY_SLOT = Slot("confirmation policy", methods=("should_ask",))
+STRATEGY_SLOT = Slot("confirmation strategy", any_of=("run", "run_async"))
+UI_SLOT = Slot("confirmation UI", methods=("get_user_confirmation",))
+NOTIFIER_SLOT = Slot("approval notifier", methods=("to_dict",))

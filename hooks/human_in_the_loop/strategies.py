@@ -52,7 +52,15 @@ from hooks.human_in_the_loop.dataclasses import (
 from hooks.human_in_the_loop.escalation import Escalation, escalation_steps, wait_for_decision
 from hooks.human_in_the_loop.notifications import ApprovalOutbox
 from hooks.human_in_the_loop.notifiers import ApprovalEventType, WebhookNotifier
-from hooks.human_in_the_loop.protocol import ConfirmationCall, ConfirmationPolicy, ConfirmationUI, confirmation_call
+from hooks.human_in_the_loop.protocol import (
+    NOTIFIER_SLOT,
+    POLICY_SLOT,
+    UI_SLOT,
+    ConfirmationCall,
+    ConfirmationPolicy,
+    ConfirmationUI,
+    confirmation_call,
+)
 from hooks.human_in_the_loop.registry import (
     MAX_FEEDBACK_CHARS,
     MAX_NEW_TOOL_PARAMS_BYTES,
@@ -357,11 +365,11 @@ class DurableConfirmationStrategy:
     @classmethod
     def _init_parameters(cls, params: dict[str, Any]) -> dict[str, Any]:
         """``__init__``'s keyword arguments from serialised ``init_parameters``."""
-        params["confirmation_policy"] = object_from_dict(params["confirmation_policy"])
+        params["confirmation_policy"] = object_from_dict(params["confirmation_policy"], POLICY_SLOT)
         if "timeout" in params:
             params["timeout"] = timedelta(seconds=params["timeout"])
         if params.get("notifier") is not None:
-            params["notifier"] = object_from_dict(params["notifier"])
+            params["notifier"] = object_from_dict(params["notifier"], NOTIFIER_SLOT)
         if params.get("escalation") is not None:
             params["escalation"] = [Escalation.from_dict(step) for step in params["escalation"]]
         return params
@@ -460,7 +468,7 @@ class BlockingConfirmationStrategy(DurableConfirmationStrategy):
     @classmethod
     def _init_parameters(cls, params: dict[str, Any]) -> dict[str, Any]:
         params = super()._init_parameters(params)
-        params["confirmation_ui"] = object_from_dict(params["confirmation_ui"])
+        params["confirmation_ui"] = object_from_dict(params["confirmation_ui"], UI_SLOT)
         return params
 
     def __repr__(self) -> str:

@@ -29,7 +29,7 @@ from core.tool_records import OFFLOADED_META_KEY, pointer_text, result_key, unst
 from hooks._tool_keys import decode_tool_key, encode_tool_key, lookup_by_tool, validate_tool_keys
 from hooks.context import run_logger
 from hooks.protocol import reads_tool_results as hook_reads_tool_results
-from hooks.tool_result_offloading.protocol import OffloadPolicy, ToolResultStore
+from hooks.tool_result_offloading.protocol import OFFLOAD_POLICY_SLOT, STORE_SLOT, OffloadPolicy, ToolResultStore
 
 #: ``hook_context`` key of a per-run store descriptor (``store.to_dict()``); it wins over the hook's store.
 RESULT_STORE_CONTEXT_KEY = "tool_result_store"
@@ -138,7 +138,7 @@ class ToolResultOffloadHook:
         if override is None:
             store = self.store
         elif isinstance(override, dict):
-            store = object_from_dict(override)
+            store = object_from_dict(override, STORE_SLOT)
         elif callable(getattr(override, "write", None)):
             store = override
         else:
@@ -284,9 +284,10 @@ class ToolResultOffloadHook:
         """Rebuild from :meth:`to_dict`'s output."""
         params = data.get("init_parameters", {})
         return cls(
-            store=object_from_dict(params["store"]),
+            store=object_from_dict(params["store"], STORE_SLOT),
             offload_strategies={
-                decode_tool_key(k): object_from_dict(p) for k, p in params.get("offload_strategies", {}).items()
+                decode_tool_key(k): object_from_dict(p, OFFLOAD_POLICY_SLOT)
+                for k, p in params.get("offload_strategies", {}).items()
             },
             preview_chars=params.get("preview_chars", 200),
             write_deadline=timedelta(seconds=params["write_deadline_seconds"]),

@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from core.serialization import default_from_dict, default_to_dict
 from core.state import State
+from core.trust import Slot
 
 
 @runtime_checkable
@@ -87,3 +88,8 @@ class OffloadPolicy(Protocol):
     def from_dict(cls, data: dict[str, Any]) -> OffloadPolicy:
         """Rebuild from :meth:`to_dict`'s output: ``cls(**init_parameters)``."""
         return default_from_dict(cls, data)
+
+
+#: What a run's input may name in this family's places (core.trust checks them before construction).
+STORE_SLOT = Slot("tool result store", methods=("write", "read"))
+OFFLOAD_POLICY_SLOT = Slot("offload policy", methods=("should_offload",))
