@@ -14,8 +14,8 @@ import textwrap
 import threading
 import time
 import uuid
-from datetime import UTC, datetime
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
