@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -82,7 +83,7 @@ async def test_replay_check_tells_a_compatible_hook_change_from_a_breaking_one(c
     scripted.script(model, [{"tool_calls": [{"name": "echo", "arguments": {"text": "x"}}], "times": RUNS}])
     agent = Agent(model=model, tools=[t.echo], hooks={"before_llm": [module.before_llm], "before_tool": [ask_all()]})
     run_ids = [f"{queue}-{i}" for i in range(RUNS)]
-    async with create_worker(client, tools=[t.echo], task_queue=queue):
+    async with create_worker(client, tools=[t.echo], task_queue=queue, agents=[agent]):
         handles = [await start(agent, client, queue, run_id) for run_id in run_ids]
         for handle in handles:
             await wait_pending(handle)
@@ -93,19 +94,23 @@ async def test_replay_check_tells_a_compatible_hook_change_from_a_breaking_one(c
     report = await replay_check(client, query=query)
     assert (report.checked, report.broken, report.truncated) == (RUNS, [], False)
 
-    ok = await agent_cli("replay-check", "--query", query, env={"PYTHONPATH": str(compatible)})
+    # replay-check rebuilds each run's agent through the same trust gate as the worker
+    trusted = {"AGENT_TRUSTED_MODULES": f"{os.environ['AGENT_TRUSTED_MODULES']},{name}"}
+    ok = await agent_cli("replay-check", "--query", query, env={"PYTHONPATH": str(compatible), **trusted})
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert f"replay-check: all {RUNS} runs replay with the code installed here (" in ok.stdout
     assert "runs/s" in ok.stdout
 
-    bad = await agent_cli("replay-check", "--query", query, env={"PYTHONPATH": str(breaking)})
+    bad = await agent_cli("replay-check", "--query", query, env={"PYTHONPATH": str(breaking), **trusted})
     assert bad.returncode == 1, bad.stdout + bad.stderr
     for run_id in run_ids:
         assert f"run {run_id} would break" in bad.stdout
     assert f"replay-check: {RUNS} of {RUNS} runs would break" in bad.stdout
     assert "non-determinism" in bad.stdout.lower()
 
-    cut = await agent_cli("replay-check", "--query", query, "--limit", "2", "--json", env={"PYTHONPATH": str(breaking)})
+    cut = await agent_cli(
+        "replay-check", "--query", query, "--limit", "2", "--json", env={"PYTHONPATH": str(breaking), **trusted}
+    )
     assert cut.returncode == 1, cut.stderr
     found = json.loads(cut.stdout)
     assert (found["checked"], found["truncated"], found["limit"], found["ok"]) == (2, True, 2, False)
