@@ -24,8 +24,9 @@ from temporalio.exceptions import ApplicationError
 
 from activities.conversation import ConversationStore
 from activities.heartbeat import HEARTBEAT_TIMEOUT, with_heartbeats
-from activities.model_stream import TokenStream, streamed_completion
+from activities.model_stream import STREAM_BROKE_ERROR, TokenStream, streamed_completion
 from core.messages import ChatMessage, ChatRole, ToolCall
+from core.models import Model
 from core.settings import model_endpoint
 from core.spec import DEFAULT_MODEL_RETRY_TIMEOUT
 from core.tools import ToolSpec
@@ -57,6 +58,8 @@ class ModelCallInput(BaseModel):
         that ``agent rewind`` reads. None for hooks' calls and for histories recorded before it.
     :param live: Set when the agent streams tokens: the call is streamed and its text published
         as ``token`` events of this step (activities/model_stream.py).
+    :param fallbacks: Models tried in order, within this one call, when ``model`` at ``endpoint``
+        (and each fallback before) fails in a way another endpoint may not (``Fallback``).
     """
 
     model: str
@@ -68,6 +71,11 @@ class ModelCallInput(BaseModel):
     endpoint: str | None = None
     step: int | None = None
     live: TokenStream | None = None
+    fallbacks: list[Model] = Field(default_factory=list)
+
+    def choices(self) -> list[Model]:
+        """The models this call may try, in order."""
+        return [Model(self.model, self.endpoint), *self.fallbacks]
 
 
 class ModelCallOutput(BaseModel):
@@ -260,7 +268,6 @@ class ModelActivities:
             ``ModelTransientError``), honouring ``Retry-After``, for 429, 5xx and an endpoint that
             cannot be reached; other failures propagate and are retried.
         """
-        client = self.client_for(request.endpoint)
         history = await self._stored_history(request.conversation_head)
         wire = self._wire_of(request.conversation_head, history) + to_openai_messages(request.messages)
         # The body is built once as plain JSON-ready data and posted as is: the SDK's
@@ -271,22 +278,7 @@ class ModelActivities:
             body["tools"] = to_openai_tools(request.tools)
         body.update(request.settings)
         segment = self._start_segment_write(request, history)
-        try:
-            if request.live is not None:
-                completion = await with_heartbeats(streamed_completion(client, body, request.live))
-            else:
-                raw = await with_heartbeats(
-                    client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=_RAW_RESPONSE)
-                )
-        except openai.APIStatusError as exc:
-            raise _classify(exc, request, client) from exc
-        except openai.APIConnectionError as exc:  # timeouts too; retried, but saying which endpoint failed
-            raise ApplicationError(
-                f"Could not reach the model endpoint {_describe_endpoint(client, request.endpoint)} for model "
-                f"{request.model!r}: {exc.message} ({exc.__cause__!r}).",
-                type=TRANSIENT_MODEL_ERROR,
-            ) from exc
-        output = from_openai_response(completion) if request.live is not None else _parse_completion(raw)
+        output = await self._first_answer(request, body)
         if segment is not None:
             # Heartbeats go on while the segment write finishes: it waits for S3 and its retries,
             # and a silent wait past HEARTBEAT_TIMEOUT would retry the whole activity (a second
@@ -295,6 +287,59 @@ class ModelActivities:
             output.conversation_covers_reply = False
             self._remember_wire(output.conversation_head, wire)
         return output
+
+    async def _first_answer(self, request: ModelCallInput, body: dict[str, Any]) -> ModelCallOutput:
+        """The reply of the first model of ``request.choices()`` that answers.
+
+        A failure another endpoint may not have (no connection, a timeout, 429, 5xx, a body that is
+        not a completion) moves on to the next model; a non-retryable one (400/401/403/404/422, an
+        endpoint this worker does not configure) and a stream broken after its first tokens end
+        the call at once. When every model failed,
+        the call fails retryably with each one's error, and Temporal retries the whole list.
+        """
+        choices = request.choices()
+        failures: list[str] = []
+        for choice in choices:
+            attempt = request.model_copy(update={"model": choice.name, "endpoint": choice.endpoint, "fallbacks": []})
+            try:
+                output = await self._call_once(attempt, {**body, "model": choice.name})
+            except ApplicationError as err:
+                # A stream that broke after its tokens were published is retried as a whole (the
+                # watchers see a retry marker), not continued by another model's tokens.
+                if err.non_retryable or len(choices) == 1 or err.type == STREAM_BROKE_ERROR:
+                    raise
+                failures.append(f"{choice.describe()}: {err.message}")
+                activity.logger.warning("Model %s failed, trying the next one: %s", choice.describe(), err.message)
+                continue
+            if len(choices) > 1 or choice.endpoint:
+                output.message.meta["answered_by"] = {"model": choice.name, "endpoint": choice.endpoint}
+            if failures:
+                output.message.meta["fallback_failures"] = failures
+            return output
+        raise ApplicationError(
+            f"Every model of the fallback failed ({len(failures)}): " + "; ".join(failures),
+            type=TRANSIENT_MODEL_ERROR,
+        )
+
+    async def _call_once(self, request: ModelCallInput, body: dict[str, Any]) -> ModelCallOutput:
+        """One request to ``request.model`` at ``request.endpoint``, bounded by that endpoint's timeout."""
+        client = self.client_for(request.endpoint)
+        try:
+            if request.live is not None:
+                completion = await with_heartbeats(streamed_completion(client, body, request.live))
+                return from_openai_response(completion)
+            raw = await with_heartbeats(
+                client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=_RAW_RESPONSE)
+            )
+        except openai.APIStatusError as exc:
+            raise _classify(exc, request, client) from exc
+        except openai.APIConnectionError as exc:  # timeouts too; retried, but saying which endpoint failed
+            raise ApplicationError(
+                f"Could not reach the model endpoint {_describe_endpoint(client, request.endpoint)} for model "
+                f"{request.model!r}: {exc.message} ({exc.__cause__!r}).",
+                type=TRANSIENT_MODEL_ERROR,
+            ) from exc
+        return _parse_completion(raw)
 
     def _start_segment_write(self, request: ModelCallInput, history: list[ChatMessage]) -> asyncio.Future[str] | None:
         """Store the request's new messages after its head, as a task, while the model call is in

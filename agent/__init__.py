@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from core.events import ReplyText, RunEvent
     from core.mcp import MCPTool, MCPToolset, StdioServerInfo, StreamableHttpServerInfo
     from core.messages import ChatMessage, ChatRole, ToolCall, ToolCallResult
+    from core.models import Fallback, Model
     from core.payloads import AgentRunResult, RunStatus
     from core.state import State
     from core.tools import Tool, ToolContext, Toolset, ToolSpec, current_tool_context, tool
@@ -33,7 +34,9 @@ _EXPORTS: dict[str, str] = {
     "RunEvent": "core.events",
     "ReplyText": "core.events",
     "connect": "agent.client",
+    "Fallback": "core.models",
     "MCPTool": "core.mcp",
+    "Model": "core.models",
     "MCPToolset": "core.mcp",
     "StdioServerInfo": "core.mcp",
     "StreamableHttpServerInfo": "core.mcp",
@@ -61,8 +64,10 @@ __all__ = [
     "ReplyText",
     "connect",
     "get_run",
+    "Fallback",
     "MCPTool",
     "MCPToolset",
+    "Model",
     "StdioServerInfo",
     "StreamableHttpServerInfo",
     "ChatMessage",

@@ -165,6 +165,10 @@ class LiveTranscript:
             self.model_calls += 1
         calls = data.get("tool_calls") or []
         text = str(data.get("text") or "")
+        for failure in data.get("fallback_failures") or []:
+            self.line(f"  model failed, fell back: {preview(str(failure))}")
+        if (answered := data.get("answered_by")) and data.get("fallback_failures"):
+            self.line(f"  answered by {answered.get('model')} at {answered.get('endpoint') or 'the default endpoint'}")
         if calls:
             names = ", ".join(str(call.get("tool_name")) for call in calls)
             self.line(f"  model call {self.model_calls} asked for: {names}")

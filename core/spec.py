@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args
 
 from core.agent_tool import AgentTool
 from core.mcp import MCPSource, MCPToolset, split_mcp
+from core.models import Fallback, Model, as_model
 from core.serialization import object_from_dict, object_to_dict
 from core.state import state_schema_from_dict, state_schema_to_dict, validate_state_schema
 from core.tools import Tool, Toolset, ToolSpec, flatten_tools
@@ -118,7 +119,9 @@ def participant_list(participants: Any) -> list[str] | None:
 class AgentSpec:
     """An agent: model, tools, hooks and loop settings. Pure data; runs happen in ``AgentWorkflow``.
 
-    :param model: Model name at the OpenAI-compatible endpoint the worker talks to.
+    :param model: Model name at the OpenAI-compatible endpoint the worker talks to; or a
+        ``Model(name, endpoint)``; or ``Fallback([...])``, models tried in order within one call
+        (core/models.py).
     :param tools: ``Tool`` objects (from ``@tool``), ``ToolSpec`` or ``Toolset`` groups (flattened),
         and sub-agents (``Agent.as_tool``, each call a child run); only the specs travel.
         ``MCPToolset``/``MCPTool`` travel as an ``MCPSource``; each run lists their tools once
@@ -137,6 +140,9 @@ class AgentSpec:
     :param participants: Who may send messages into a run (``UserMessage.sender``); None: anyone.
     :param stream_tokens: Stream each model call and publish its text to the run's events as it
         arrives (``token`` events, DESIGN.md "Live"); the recorded reply is the same either way.
+    :param endpoint: The name of the endpoint ``model`` is called at (``"PRIMARY"``: the worker's
+        ``PRIMARY_OPENAI_BASE_URL``/``_API_KEY``); None: the worker's own ``OPENAI_*``. Only with a
+        model given by name.
     :raises TypeError: For a ``stream_tokens`` that is not a bool.
     :raises ValueError: For an unknown hook point, a hook outside its allowed points, a reserved
         or malformed ``state_schema`` key, duplicate tool names, an exit condition naming no
@@ -146,7 +152,7 @@ class AgentSpec:
 
     def __init__(
         self,
-        model: str,
+        model: str | Model | Fallback,
         tools: list[Tool | ToolSpec | Toolset | MCPToolset | MCPSource] | None = None,
         system_prompt: str | None = None,
         hooks: dict[HookPoint, list[Any]] | None = None,
@@ -159,11 +165,20 @@ class AgentSpec:
         model_retry_timeout: timedelta = DEFAULT_MODEL_RETRY_TIMEOUT,
         participants: list[str] | None = None,
         stream_tokens: bool = False,
+        endpoint: str | None = None,
     ) -> None:
         if not isinstance(stream_tokens, bool):
             raise TypeError(f"stream_tokens must be True or False, got {stream_tokens!r}.")
         self.stream_tokens = stream_tokens
-        self.model = model
+        if isinstance(model, (Model, Fallback)) and endpoint is not None:
+            raise ValueError("Give the endpoint inside Model(...) or Fallback([...]), not as endpoint= as well.")
+        choices = model.models if isinstance(model, Fallback) else [as_model(model, endpoint)]
+        #: The first model's name (what spans, logs and ``agent run`` show).
+        self.model = choices[0].name
+        #: Where the first model is called (None: the worker's own endpoint).
+        self.endpoint = choices[0].endpoint
+        #: The models tried after it, in order, when it fails in a way another endpoint may not.
+        self.fallback_models: list[Model] = choices[1:]
         tools, mcp = split_mcp(tools)
         #: The MCP servers' tools, listed when a run starts (the toolsets themselves: a worker serves them).
         self.mcp_sources: list[MCPSource] = [t.source() if isinstance(t, MCPToolset) else t for t in mcp]
@@ -215,6 +230,11 @@ class AgentSpec:
             )
         self.model_retry_timeout = model_retry_timeout
         self.participants = participant_list(participants)
+
+    @property
+    def models(self) -> list[Model]:
+        """Every model one model call may try, in order: the first, then the fallbacks."""
+        return [Model(self.model, self.endpoint), *self.fallback_models]
 
     def tool_spec(self, name: str) -> ToolSpec | None:
         """The spec of the tool called ``name``, or None."""
@@ -325,6 +345,9 @@ class AgentSpec:
             **({"mcp": [s.model_dump() for s in self.mcp_sources]} if self.mcp_sources else {}),
             **({"sub_agents": self.sub_agents} if self.sub_agents else {}),
             "stream_tokens": self.stream_tokens,
+            # Only when set, so the specs (and histories) of agents on the worker's endpoint stay as they were.
+            **({"endpoint": self.endpoint} if self.endpoint else {}),
+            **({"fallback_models": [m.model_dump() for m in self.fallback_models]} if self.fallback_models else {}),
         }
 
     @classmethod
@@ -340,8 +363,10 @@ class AgentSpec:
         sub_agents = data.get("sub_agents") or {}
         for sub_agent in sub_agents.values():
             AgentSpec.from_dict(sub_agent)
+        first = Model(data["model"], data.get("endpoint"))
+        fallbacks = [Model.model_validate(m) for m in data.get("fallback_models") or []]
         return cls(
-            model=data["model"],
+            model=Fallback([first, *fallbacks]) if fallbacks else first,
             tools=[
                 *(
                     AgentTool.from_spec(ToolSpec.model_validate(t), sub_agents[t["name"]])

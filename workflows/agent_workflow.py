@@ -266,6 +266,8 @@ class AgentWorkflow(ConversationTurns):
         head, tail = self._conversation.request(sent)
         request = ModelCallInput(
             model=agent.model,
+            endpoint=agent.endpoint,
+            fallbacks=agent.fallback_models,
             messages=tail,
             conversation_head=head,
             tools=agent.tool_specs,

@@ -74,6 +74,9 @@ class RunEvents:
                 "tool_calls": [call_data(c) for c in reply.tool_calls],
                 "usage": meta.get("usage") or {},
                 "finish_reason": meta.get("finish_reason"),
+                # Which model and endpoint answered, when the agent names an endpoint or a Fallback.
+                **({"answered_by": meta["answered_by"]} if "answered_by" in meta else {}),
+                **({"fallback_failures": meta["fallback_failures"]} if "fallback_failures" in meta else {}),
             },
         )
 
