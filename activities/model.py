@@ -27,7 +27,7 @@ from activities.heartbeat import HEARTBEAT_TIMEOUT, with_heartbeats
 from activities.model_stream import STREAM_BROKE_ERROR, TokenStream, streamed_completion
 from core.messages import ChatMessage, ChatRole, ToolCall
 from core.models import Model
-from core.settings import model_endpoint
+from core.settings import get_settings, model_endpoint
 from core.spec import DEFAULT_MODEL_RETRY_TIMEOUT
 from core.tools import ToolSpec
 from core.wire import CHAT_COMPLETION_ACTIVITY, NON_RETRYABLE_MODEL_ERROR
@@ -311,6 +311,7 @@ class ModelActivities:
                 failures.append(f"{choice.describe()}: {err.message}")
                 activity.logger.warning("Model %s failed, trying the next one: %s", choice.describe(), err.message)
                 continue
+            account(output, choice)
             if len(choices) > 1 or choice.endpoint:
                 output.message.meta["answered_by"] = {"model": choice.name, "endpoint": choice.endpoint}
             if failures:
@@ -385,6 +386,22 @@ class ModelActivities:
         if cached is not None:  # the usual case: this worker stored it (no thread hop)
             return cached
         return await with_heartbeats(self.conversations.load(head))
+
+
+def account(output: ModelCallOutput, choice: Model) -> None:
+    """Add to the call's usage its cost (when ``AGENT_MODEL_PRICES`` prices the model) and a
+    ``by_model`` breakdown under ``model`` or ``model@ENDPOINT``. Usage is summed key by key
+    (``core.payloads.add_usage``), so a run's ``token_usage`` carries both, sub-agents' included."""
+    usage = output.usage
+    key = f"{choice.name}@{choice.endpoint}" if choice.endpoint else choice.name
+    prices = get_settings().model_prices or {}
+    price = prices.get(key) or prices.get(choice.name)
+    counted = {k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens") if k in usage}
+    if price is not None:
+        cost = (usage.get("prompt_tokens", 0) * price[0] + usage.get("completion_tokens", 0) * price[1]) / 1_000_000
+        usage["cost"] = counted["cost"] = round(cost, 9)
+    usage["by_model"] = {key: counted}
+    output.message.meta["usage"] = dict(usage)
 
 
 def _parse_completion(raw: Any) -> ModelCallOutput:

@@ -234,6 +234,13 @@ class Settings(BaseSettings):
     otel_service_name: str | None = _setting(
         "OTEL_SERVICE_NAME", None, "service.name of the spans (read by the OpenTelemetry SDK).", _TEXT
     )
+    model_prices: dict[str, tuple[NonNegativeFloat, NonNegativeFloat]] | None = _setting(
+        "AGENT_MODEL_PRICES",
+        None,
+        "Price per million input and output tokens by model (or model@ENDPOINT); model calls of a priced model "
+        "add a cost to their usage.",
+        'a JSON object, e.g. {"gpt-4o": [2.5, 10], "claude-sonnet-4@ANTHROPIC": [3, 15]}',
+    )
     # Trust: what a run's input may name (core/trust.py)
     trusted_modules: str | None = _setting(
         "AGENT_TRUSTED_MODULES",

@@ -43,20 +43,34 @@ class TokenBudgetHook:
     made by hooks (summaries) are counted apart (``RunContext.hook_token_usage``) and added
     only with ``include_hook_usage=True``.
 
-    :param max_total_tokens: The budget, in total tokens.
+    :param max_total_tokens: The budget, in total tokens (None: no token budget, with ``max_cost``).
     :param add_final_message: Append an assistant message saying why the run stopped.
     :param include_hook_usage: Count hooks' model calls against the budget too.
-    :raises ValueError: If ``max_total_tokens < 1``.
+    :param max_cost: A budget in cost as well (or instead): the ``cost`` the model calls add to
+        their usage when the worker's ``AGENT_MODEL_PRICES`` prices their models (docs/models.md).
+    :raises ValueError: If ``max_total_tokens < 1``, ``max_cost <= 0``, or neither is given.
     """
 
     allowed_hook_points = ("before_llm",)
 
-    def __init__(self, *, max_total_tokens: int, add_final_message: bool = False, include_hook_usage: bool = False):
-        if max_total_tokens < 1:
+    def __init__(
+        self,
+        *,
+        max_total_tokens: int | None = None,
+        add_final_message: bool = False,
+        include_hook_usage: bool = False,
+        max_cost: float | None = None,
+    ):
+        if max_total_tokens is None and max_cost is None:
+            raise ValueError("TokenBudgetHook needs `max_total_tokens`, `max_cost` or both.")
+        if max_total_tokens is not None and max_total_tokens < 1:
             raise ValueError(f"`max_total_tokens` must be a positive number of tokens, got {max_total_tokens}.")
+        if max_cost is not None and not max_cost > 0:
+            raise ValueError(f"`max_cost` must be a positive amount, got {max_cost}.")
         self.max_total_tokens = max_total_tokens
         self.add_final_message = add_final_message
         self.include_hook_usage = include_hook_usage
+        self.max_cost = max_cost
 
     def used_tokens(self, state: State) -> int:
         """Tokens counted against the budget so far."""
@@ -66,16 +80,31 @@ class TokenBudgetHook:
             used += total_tokens(run.hook_token_usage) if run is not None else 0
         return used
 
+    def used_cost(self, state: State) -> float:
+        """Cost counted against ``max_cost`` so far (0 when no model call was priced)."""
+        usages = [state.data.get("token_usage") or {}]
+        if self.include_hook_usage and (run := current_run_or_none()) is not None:
+            usages.append(run.hook_token_usage)
+        return sum(float(u.get("cost") or 0) for u in usages)
+
     def run(self, state: State) -> None:
         """Request a stop when the budget is reached."""
         used = self.used_tokens(state)
-        if used < self.max_total_tokens:
+        cost = self.used_cost(state) if self.max_cost is not None else 0.0
+        if self.max_total_tokens is not None and used >= self.max_total_tokens:
+            run_logger(__name__).warning(
+                "The agent reached its token budget of %s (%s used); stopping before the next model call.",
+                self.max_total_tokens,
+                used,
+            )
+        elif self.max_cost is not None and cost >= self.max_cost:
+            run_logger(__name__).warning(
+                "The agent reached its cost budget of %s (%s used); stopping before the next model call.",
+                self.max_cost,
+                cost,
+            )
+        else:
             return
-        run_logger(__name__).warning(
-            "The agent reached its token budget of %s (%s used); stopping before the next model call.",
-            self.max_total_tokens,
-            used,
-        )
         state.set("stop_run", EXIT_REASON)
         if self.add_final_message:
             state.set("messages", [ChatMessage.from_assistant(FINAL_MESSAGE_TEXT)])
@@ -87,6 +116,7 @@ class TokenBudgetHook:
             max_total_tokens=self.max_total_tokens,
             add_final_message=self.add_final_message,
             include_hook_usage=self.include_hook_usage,
+            **({"max_cost": self.max_cost} if self.max_cost is not None else {}),
         )
 
     @classmethod
