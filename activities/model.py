@@ -24,10 +24,13 @@ from temporalio.exceptions import ApplicationError
 
 from activities.conversation import ConversationStore
 from activities.heartbeat import HEARTBEAT_TIMEOUT, with_heartbeats
+from activities.model_errors import TRANSIENT_MODEL_ERROR, classify, describe_endpoint
+from activities.model_output import OUTPUT_INVALID_ERROR, account, correction_messages, output_problem, response_format
 from activities.model_stream import STREAM_BROKE_ERROR, TokenStream, streamed_completion
 from core.messages import ChatMessage, ChatRole, ToolCall
 from core.models import Model
-from core.settings import get_settings, model_endpoint
+from core.payloads import add_usage
+from core.settings import model_endpoint
 from core.spec import DEFAULT_MODEL_RETRY_TIMEOUT
 from core.tools import ToolSpec
 from core.wire import CHAT_COMPLETION_ACTIVITY, NON_RETRYABLE_MODEL_ERROR
@@ -60,6 +63,8 @@ class ModelCallInput(BaseModel):
         as ``token`` events of this step (activities/model_stream.py).
     :param fallbacks: Models tried in order, within this one call, when ``model`` at ``endpoint``
         (and each fallback before) fails in a way another endpoint may not (``Fallback``).
+    :param output_schema: The JSON schema a final answer (a reply without tool calls) must match
+        (``Agent(output_type=...)``); asked for as ``response_format`` and checked here.
     """
 
     model: str
@@ -72,6 +77,7 @@ class ModelCallInput(BaseModel):
     step: int | None = None
     live: TokenStream | None = None
     fallbacks: list[Model] = Field(default_factory=list)
+    output_schema: dict[str, Any] | None = None
 
     def choices(self) -> list[Model]:
         """The models this call may try, in order."""
@@ -103,20 +109,6 @@ WIRE_CACHE_SIZE = 256
 
 #: ``ApplicationError.type`` of an answer that is not a chat completion (retried, within the ceiling).
 BAD_RESPONSE_ERROR = "ModelBadResponse"
-#: ``ApplicationError.type`` of a failure a retry may fix: 429, 5xx, no connection (retried, within the ceiling).
-TRANSIENT_MODEL_ERROR = "ModelTransientError"
-
-#: Status codes no retry can fix: bad request, bad key, forbidden, unknown model, unprocessable.
-CLIENT_ERROR_STATUSES = frozenset({400, 401, 403, 404, 422})
-#: Of those, the ones that mean this worker's configuration is wrong (key, endpoint, model name),
-#: with what the endpoint said by them.
-_MISCONFIGURED_STATUSES = {
-    401: "it refused the API key",
-    403: "it refused the key access",
-    404: "no such model there, or no such path",
-}
-#: Where the ``openai`` SDK sends requests when ``OPENAI_BASE_URL`` is not set.
-_SDK_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 def openai_client_from_env(endpoint: str | None = None) -> openai.AsyncOpenAI:
@@ -276,9 +268,11 @@ class ModelActivities:
         body: dict[str, Any] = {"model": request.model, "messages": wire}
         if request.tools:
             body["tools"] = to_openai_tools(request.tools)
+        if request.output_schema is not None:
+            body["response_format"] = response_format(request.output_schema)
         body.update(request.settings)
         segment = self._start_segment_write(request, history)
-        output = await self._first_answer(request, body)
+        output = await self._checked(request, body, await self._first_answer(request, body))
         if segment is not None:
             # Heartbeats go on while the segment write finishes: it waits for S3 and its retries,
             # and a silent wait past HEARTBEAT_TIMEOUT would retry the whole activity (a second
@@ -287,6 +281,31 @@ class ModelActivities:
             output.conversation_covers_reply = False
             self._remember_wire(output.conversation_head, wire)
         return output
+
+    async def _checked(self, request: ModelCallInput, body: dict[str, Any], output: ModelCallOutput) -> ModelCallOutput:
+        """``output``, or the model's corrected answer when a final answer is not the run's
+        ``output_type``: the invalid one is sent back once with the validation error (within this
+        call, so the history records only the answer kept; the usage of both is counted).
+
+        :raises ApplicationError: Non-retryable (``ModelOutputInvalid``) when the correction is
+            invalid too, naming the problem.
+        """
+        schema = request.output_schema
+        if schema is None or (problem := output_problem(output.message, schema)) is None:
+            return output
+        activity.logger.warning("The final answer does not match output_type; asking once more: %s", problem)
+        again_body = {**body, "messages": [*body["messages"], *correction_messages(output.message, problem)]}
+        again = await self._first_answer(request, again_body)
+        again.usage = add_usage(output.usage, again.usage)
+        again.message.meta["usage"] = dict(again.usage)
+        if (problem := output_problem(again.message, schema)) is not None:
+            raise ApplicationError(
+                f"The model's final answer does not match the agent's output_type "
+                f"({schema.get('title') or 'a JSON schema'}), even after one correction: {problem}",
+                type=OUTPUT_INVALID_ERROR,
+                non_retryable=True,
+            )
+        return again
 
     async def _first_answer(self, request: ModelCallInput, body: dict[str, Any]) -> ModelCallOutput:
         """The reply of the first model of ``request.choices()`` that answers.
@@ -333,10 +352,10 @@ class ModelActivities:
                 client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=_RAW_RESPONSE)
             )
         except openai.APIStatusError as exc:
-            raise _classify(exc, request, client) from exc
+            raise classify(exc, request.model, request.endpoint, client) from exc
         except openai.APIConnectionError as exc:  # timeouts too; retried, but saying which endpoint failed
             raise ApplicationError(
-                f"Could not reach the model endpoint {_describe_endpoint(client, request.endpoint)} for model "
+                f"Could not reach the model endpoint {describe_endpoint(client, request.endpoint)} for model "
                 f"{request.model!r}: {exc.message} ({exc.__cause__!r}).",
                 type=TRANSIENT_MODEL_ERROR,
             ) from exc
@@ -388,22 +407,6 @@ class ModelActivities:
         return await with_heartbeats(self.conversations.load(head))
 
 
-def account(output: ModelCallOutput, choice: Model) -> None:
-    """Add to the call's usage its cost (when ``AGENT_MODEL_PRICES`` prices the model) and a
-    ``by_model`` breakdown under ``model`` or ``model@ENDPOINT``. Usage is summed key by key
-    (``core.payloads.add_usage``), so a run's ``token_usage`` carries both, sub-agents' included."""
-    usage = output.usage
-    key = f"{choice.name}@{choice.endpoint}" if choice.endpoint else choice.name
-    prices = get_settings().model_prices or {}
-    price = prices.get(key) or prices.get(choice.name)
-    counted = {k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens") if k in usage}
-    if price is not None:
-        cost = (usage.get("prompt_tokens", 0) * price[0] + usage.get("completion_tokens", 0) * price[1]) / 1_000_000
-        usage["cost"] = counted["cost"] = round(cost, 9)
-    usage["by_model"] = {key: counted}
-    output.message.meta["usage"] = dict(usage)
-
-
 def _parse_completion(raw: Any) -> ModelCallOutput:
     """Our reply from a raw response, or an error that says what came instead.
 
@@ -422,68 +425,6 @@ def _parse_completion(raw: Any) -> ModelCallOutput:
             f"completion ({type(exc).__name__}); it began with {first!r}",
             type=BAD_RESPONSE_ERROR,
         ) from exc
-
-
-def _describe_endpoint(client: openai.AsyncOpenAI, endpoint: str | None) -> str:
-    """The URL a client calls and where it came from, e.g. ``http://127.0.0.1:8000/v1 (from OPENAI_BASE_URL)``.
-
-    Credentials in the URL (user info, query) are left out: the text goes into the run's history.
-    """
-    full = str(client.base_url).rstrip("/")
-    url = str(client.base_url.copy_with(userinfo=b"", query=None)).rstrip("/")
-    configured_endpoint = model_endpoint(endpoint)
-    variable = configured_endpoint.env_name("base_url")
-    configured = configured_endpoint.base_url
-    if configured and configured.rstrip("/") == full:
-        return f"{url} (from {variable})"
-    if not configured and url == _SDK_DEFAULT_BASE_URL:
-        return f"{url} (OpenAI's, the default: {variable} is not set)"
-    return url  # a client handed to ModelActivities
-
-
-def _misconfiguration_error(
-    exc: openai.APIStatusError, request: ModelCallInput, client: openai.AsyncOpenAI
-) -> ApplicationError:
-    """A 401/403/404: the key, the endpoint or the model name is wrong; says which to check."""
-    prefix = f"{request.endpoint}_" if request.endpoint else ""
-    status = exc.status_code
-    check = "the model name, " if status == 404 else f"{prefix}OPENAI_API_KEY, "
-    # The endpoint's own words, without the SDK's "Error code: 401 - " in front.
-    said = exc.body.get("message") if isinstance(exc.body, dict) else None
-    said = str(said or exc.message).rstrip(".")
-    return ApplicationError(
-        f"The model endpoint {_describe_endpoint(client, request.endpoint)} answered HTTP {status} "
-        f"({_MISCONFIGURED_STATUSES[status]}) for model {request.model!r}: {said}. "
-        f"Retrying cannot fix this: check {check}"
-        f"and {prefix}OPENAI_BASE_URL (is it the endpoint you meant?) on every worker of the task queue; "
-        "with `agent dev`, `source` the env.sh in its data directory (.agent-dev/env.sh by default) in the "
-        "worker's shell, so OPENAI_BASE_URL points at the scripted model.",
-        type=NON_RETRYABLE_MODEL_ERROR,
-        non_retryable=True,
-    )
-
-
-def _classify(exc: openai.APIStatusError, request: ModelCallInput, client: openai.AsyncOpenAI) -> Exception:
-    status = exc.status_code
-    if status in _MISCONFIGURED_STATUSES:
-        return _misconfiguration_error(exc, request, client)
-    if status in CLIENT_ERROR_STATUSES:
-        return ApplicationError(
-            f"The model endpoint rejected the request with HTTP {status}: {exc.message}. "
-            "Retrying cannot fix this; check the model name, API key and request.",
-            type=NON_RETRYABLE_MODEL_ERROR,
-            non_retryable=True,
-        )
-    delay = None
-    retry_after = exc.response.headers.get("retry-after") if exc.response is not None else None
-    if retry_after:
-        try:
-            delay = timedelta(seconds=float(retry_after))
-        except ValueError:
-            delay = None
-    return ApplicationError(
-        f"Model endpoint returned HTTP {status}: {exc.message}", type=TRANSIENT_MODEL_ERROR, next_retry_delay=delay
-    )
 
 
 async def call_model(

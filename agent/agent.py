@@ -114,6 +114,6 @@ class Agent(AgentSpec):
         run_input = await run_input_for(self, client, [], hook_context, None, None, None, wait_for_user)
         message = UserMessage(text=text, sender=sender, message_id=message_id)
         receipt: MessageReceipt = await start_or_send(client, run_input, session_id, task_queue, message)
-        handle = AgentRunHandle(client, session_id)
+        handle = AgentRunHandle(client, session_id, self.output_type)
         handle.last_receipt = receipt
         return handle

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
+from pydantic import BaseModel
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
@@ -53,17 +54,27 @@ PENDING_POLL_SECONDS = 0.2
 class AgentRunHandle:
     """A handle on one run (workflow id = run id), from ``Agent.start`` or :func:`get_run`."""
 
-    def __init__(self, client: Client, run_id: str) -> None:
+    def __init__(self, client: Client, run_id: str, output_type: type[BaseModel] | None = None) -> None:
         self.client = client
         self.run_id = run_id
+        #: The agent's ``output_type`` when the handle came from ``Agent.start``/``send``: ``result()``
+        #: returns ``output`` as that type (a handle from :func:`get_run` gives the JSON value).
+        self.output_type = output_type
         # No pinned run: follows the run across continue-as-new.
         self.workflow: WorkflowHandle = client.get_workflow_handle(run_id, result_type=AgentRunResult)
         #: The receipt of the message ``Agent.send`` delivered with this handle (None otherwise).
         self.last_receipt: MessageReceipt | None = None
 
     async def result(self) -> AgentRunResult:
-        """Wait for the run to finish (across any continue-as-new) and return its result."""
-        return await self.workflow.result()
+        """Wait for the run to finish (across any continue-as-new) and return its result.
+
+        :raises pydantic.ValidationError: When the final answer is not the handle's ``output_type``
+            (the worker checked it against the same schema, so only a changed type does this).
+        """
+        result = await self.workflow.result()
+        if self.output_type is not None and result.output is not None:
+            result.output = self.output_type.model_validate(result.output)
+        return result
 
     async def status(self) -> RunStatus:
         """The ``run_status`` query: step, phase, approvals pending, exit reason when done."""
@@ -296,7 +307,7 @@ async def start_run(
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
         task_timeout=DEFAULT_WORKFLOW_TASK_TIMEOUT,
     )
-    return AgentRunHandle(client, run_id)
+    return AgentRunHandle(client, run_id, agent.output_type)
 
 
 async def run_input_for(

@@ -166,6 +166,9 @@ class AgentRunResult(BaseModel):
     :param continuations: How many times the run continued as new.
     :param turn: The last turn (a session's count of turns; 1 otherwise). ``step_count`` and
         ``exit_reason`` are that turn's.
+    :param output: With ``Agent(output_type=...)``, the final answer as JSON (the model activity
+        checked it against the schema); ``AgentRunHandle.result()`` turns it into the typed value
+        when the handle knows the type. None when the run ended without a final answer.
     """
 
     messages: list[ChatMessage]
@@ -178,6 +181,7 @@ class AgentRunResult(BaseModel):
     state: dict[str, Any] = Field(default_factory=dict)
     continuations: int = 0
     turn: int = 1
+    output: Any = None
 
 
 class RunStatus(BaseModel):

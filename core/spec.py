@@ -11,6 +11,8 @@ import json
 from datetime import timedelta
 from typing import Any, Literal, get_args
 
+from pydantic import BaseModel
+
 from core.agent_tool import AgentTool
 from core.mcp import MCPSource, MCPToolset, split_mcp
 from core.models import Fallback, Model, as_model
@@ -143,7 +145,12 @@ class AgentSpec:
     :param endpoint: The name of the endpoint ``model`` is called at (``"PRIMARY"``: the worker's
         ``PRIMARY_OPENAI_BASE_URL``/``_API_KEY``); None: the worker's own ``OPENAI_*``. Only with a
         model given by name.
-    :raises TypeError: For a ``stream_tokens`` that is not a bool.
+    :param output_type: A pydantic model the final answer must be (its JSON schema goes to the
+        model as ``response_format``; the model activity validates each answer, asks once for a
+        correction, then fails the run); ``result().output`` is the typed value. A JSON schema
+        (a dict) is accepted as well, as the worker rebuilds it.
+    :raises TypeError: For a ``stream_tokens`` that is not a bool, or an ``output_type`` that is
+        neither a pydantic model class nor a JSON schema.
     :raises ValueError: For an unknown hook point, a hook outside its allowed points, a reserved
         or malformed ``state_schema`` key, duplicate tool names, an exit condition naming no
         tool, ``max_agent_steps < 1``, or ``participants`` that is not a non-empty list of names.
@@ -166,6 +173,7 @@ class AgentSpec:
         participants: list[str] | None = None,
         stream_tokens: bool = False,
         endpoint: str | None = None,
+        output_type: type[BaseModel] | dict[str, Any] | None = None,
     ) -> None:
         if not isinstance(stream_tokens, bool):
             raise TypeError(f"stream_tokens must be True or False, got {stream_tokens!r}.")
@@ -179,6 +187,15 @@ class AgentSpec:
         self.endpoint = choices[0].endpoint
         #: The models tried after it, in order, when it fails in a way another endpoint may not.
         self.fallback_models: list[Model] = choices[1:]
+        #: The final answer's type (client side only) and its JSON schema (what travels).
+        self.output_type: type[BaseModel] | None = None
+        self.output_schema: dict[str, Any] | None = None
+        if isinstance(output_type, type) and issubclass(output_type, BaseModel):
+            self.output_type, self.output_schema = output_type, output_type.model_json_schema()
+        elif isinstance(output_type, dict):
+            self.output_schema = dict(output_type)
+        elif output_type is not None:
+            raise TypeError(f"output_type must be a pydantic model class (or a JSON schema), got {output_type!r}.")
         tools, mcp = split_mcp(tools)
         #: The MCP servers' tools, listed when a run starts (the toolsets themselves: a worker serves them).
         self.mcp_sources: list[MCPSource] = [t.source() if isinstance(t, MCPToolset) else t for t in mcp]
@@ -347,6 +364,7 @@ class AgentSpec:
             "stream_tokens": self.stream_tokens,
             # Only when set, so the specs (and histories) of agents on the worker's endpoint stay as they were.
             **({"endpoint": self.endpoint} if self.endpoint else {}),
+            **({"output_schema": self.output_schema} if self.output_schema else {}),
             **({"fallback_models": [m.model_dump() for m in self.fallback_models]} if self.fallback_models else {}),
         }
 
@@ -389,4 +407,5 @@ class AgentSpec:
             ),
             participants=data.get("participants"),
             stream_tokens=data.get("stream_tokens", False),
+            output_type=data.get("output_schema"),
         )

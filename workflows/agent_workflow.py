@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.conversation import Conversation, MessageRefused
     from workflows.failures import (
         EXIT_TEXT,
+        final_output,
         hook_failure,
         initial_state,
         model_call_failure,
@@ -268,6 +269,7 @@ class AgentWorkflow(ConversationTurns):
             model=agent.model,
             endpoint=agent.endpoint,
             fallbacks=agent.fallback_models,
+            output_schema=agent.output_schema,
             messages=tail,
             conversation_head=head,
             tools=agent.tool_specs,
@@ -475,6 +477,7 @@ class AgentWorkflow(ConversationTurns):
             state={key: data[key] for key in agent.state_schema if key in data},
             continuations=self._continuations,
             turn=self._require_chat().turn,
+            output=final_output(agent, messages, data.get("exit_reason")),
         )
 
     def _require_context(self) -> RunContext:

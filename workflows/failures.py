@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -10,7 +11,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, FailureError, RetryState, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from core.messages import ChatMessage
+    from core.messages import ChatMessage, ChatRole
     from core.payloads import AgentRunInput
     from core.serialization import hook_import_path
     from core.spec import AgentSpec
@@ -91,3 +92,17 @@ def initial_state(agent: AgentSpec, run_input: AgentRunInput) -> State:
     }
     data.update(run_input.state)
     return State(schema=agent.state_schema, data=data)
+
+
+def final_output(agent: AgentSpec, messages: list[ChatMessage], exit_reason: str | None) -> Any:
+    """With ``output_type``, the final answer's JSON value (the model activity checked it against
+    the schema); None when the agent has none or the run ended without a final text answer."""
+    if agent.output_schema is None or exit_reason != EXIT_TEXT or not messages:
+        return None
+    last = messages[-1]
+    if last.role != ChatRole.ASSISTANT or last.tool_calls:
+        return None
+    try:
+        return json.loads(last.text or "")
+    except ValueError:
+        return None
