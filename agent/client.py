@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel
+from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
@@ -101,6 +102,11 @@ class AgentRunHandle:
             )
             for activity in raw.pending_activities
             if activity.attempt > 1
+        ]
+        health.waiting_activities = [
+            activity.activity_type.name
+            for activity in raw.pending_activities
+            if activity.state == PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED
         ]
         ended_badly = health.status in ("FAILED", "TERMINATED", "TIMED_OUT", "CANCELED")
         if health.workflow_task_attempts > 1 or ended_badly:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from core.payloads import FailingWorkflowTask, RunHealth
+from core.wire import CHAT_COMPLETION_ACTIVITY
 
 #: What a hook that reads the clock or draws random numbers uses instead.
 WORKFLOW_CODE_HINT = (
@@ -82,6 +83,11 @@ def health_lines(run_id: str, health: RunHealth) -> list[str]:
         lines.append(f"run {run_id} {health.status.lower()}: {health.failure}")
     if health.failing_workflow_task is not None:
         lines.extend(failing_task_lines(run_id, health.failing_workflow_task))
+    if CHAT_COMPLETION_ACTIVITY in health.waiting_activities:
+        lines.append(
+            f"run {run_id}: a model call is scheduled and waits to start: the model task queue's rate limit "
+            "(AGENT_MODEL_CALLS_PER_SECOND) holds it, or no worker polls that queue (AGENT_MODEL_TASK_QUEUE)"
+        )
     for retry in health.retrying_activities:
         lines.append(
             f"run {run_id}: {retry.activity_type} is being retried (attempt {retry.attempt}): {retry.last_error}"

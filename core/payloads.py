@@ -247,6 +247,8 @@ class RunHealth(BaseModel):
     :param retrying_activities: Activities on their second or later attempt.
     :param failing_workflow_task: The workflow task that keeps failing, with how to fix it; None
         while the run's workflow tasks succeed.
+    :param waiting_activities: Activities scheduled and not yet started (a model call held by the
+        model task queue's rate limit, or a queue no worker polls), by type.
     """
 
     status: str
@@ -255,6 +257,7 @@ class RunHealth(BaseModel):
     workflow_task_error: str | None = None
     retrying_activities: list[ActivityRetry] = Field(default_factory=list)
     failing_workflow_task: FailingWorkflowTask | None = None
+    waiting_activities: list[str] = Field(default_factory=list)
 
     @property
     def stuck(self) -> bool:

@@ -241,6 +241,20 @@ class Settings(BaseSettings):
         "add a cost to their usage.",
         'a JSON object, e.g. {"gpt-4o": [2.5, 10], "claude-sonnet-4@ANTHROPIC": [3, 15]}',
     )
+    model_task_queue: str | None = _setting(
+        "AGENT_MODEL_TASK_QUEUE",
+        None,
+        "Task queue the workers put their runs' model calls on and poll (runtime/model_queue.py); the same on "
+        "every worker of a queue.",
+        _TEXT,
+    )
+    model_calls_per_second: PositiveFloat | None = _setting(
+        "AGENT_MODEL_CALLS_PER_SECOND",
+        None,
+        "With AGENT_MODEL_TASK_QUEUE: at most this many model calls a second for all the workers together "
+        "(Temporal's task-queue rate limit).",
+        "a number > 0",
+    )
     # Trust: what a run's input may name (core/trust.py)
     trusted_modules: str | None = _setting(
         "AGENT_TRUSTED_MODULES",

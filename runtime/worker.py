@@ -31,6 +31,7 @@ from core.spec import AgentSpec
 from core.tools import Tool
 from core.trust import trust_modules
 from runtime.mcp_servers import MCPServers, MCPServersPlugin
+from runtime.model_queue import ModelQueuePlugin
 from runtime.plugin import AgentPlugin, connect
 from runtime.tool_loading import ToolSpecError, load_tools
 
@@ -92,6 +93,8 @@ def create_worker(
         e.g. ``max_cached_workflows``, by default :func:`max_cached_workflows`).
     :raises ValueError: On duplicate tool names or a non-``Tool`` in ``tools``, or a malformed
         ``AGENT_MAX_CACHED_WORKFLOWS``, or two MCP toolsets naming one server with different settings.
+    :raises core.settings.ConfigurationError: ``AGENT_MODEL_CALLS_PER_SECOND`` without
+        ``AGENT_MODEL_TASK_QUEUE`` (model calls are rate-limited on their own queue: runtime/model_queue.py).
         A server that cannot start or list its tools raises ``core.mcp.MCPServerError`` from
         ``async with worker`` (or ``worker.run()``), naming its command or URL.
     """
@@ -108,6 +111,14 @@ def create_worker(
         plugins.append(MCPServersPlugin(servers))
     if model_activities is not None:
         activities.append(model_activities.chat_completion)
+    settings = get_settings()
+    if settings.model_calls_per_second is not None and not settings.model_task_queue:
+        raise ConfigurationError(
+            "AGENT_MODEL_CALLS_PER_SECOND limits the model task queue: set AGENT_MODEL_TASK_QUEUE too (the same "
+            "on every worker), or unset AGENT_MODEL_CALLS_PER_SECOND."
+        )
+    if settings.model_task_queue:
+        plugins.append(model_queue_plugin(settings.model_task_queue, settings.model_calls_per_second, model_activities))
     options: dict[str, Any] = {
         "sticky_queue_schedule_to_start_timeout": STICKY_SCHEDULE_TO_START,
         "max_heartbeat_throttle_interval": HEARTBEAT_THROTTLE,
@@ -126,6 +137,25 @@ def create_worker(
         plugins=plugins,
         **options,
     )
+
+
+def model_queue_plugin(
+    task_queue: str, calls_per_second: float | None, model_activities: ModelActivities | None
+) -> ModelQueuePlugin:
+    """The plugin that moves model calls to ``task_queue`` and polls it (``runtime/model_queue.py``)."""
+    model = model_activities or ModelActivities()
+
+    def companion(client: Client, queue_options: dict[str, Any]) -> Worker:
+        return Worker(
+            client,
+            activities=[model.chat_completion],
+            plugins=[] if has_plugin(client) else [AgentPlugin(model_activities=model)],
+            max_concurrent_activities=64,
+            graceful_shutdown_timeout=timedelta(seconds=5),
+            **queue_options,
+        )
+
+    return ModelQueuePlugin(task_queue, calls_per_second, companion)
 
 
 async def run_worker(client: Client, tools: list[Tool | MCPToolset], task_queue: str | None = None) -> None:
