@@ -100,7 +100,10 @@ def confirmation_ui_for(request: PendingConfirmation) -> ConfirmationUI:
     names none or this process cannot import it (a note says so); with the JSON modify step."""
     if request.confirmation_ui:
         try:
-            return json_arguments_ui(object_from_dict(dict(request.confirmation_ui)))
+            ui = object_from_dict(dict(request.confirmation_ui))
+            if not callable(getattr(ui, "get_user_confirmation", None)):
+                raise TypeError(f"{type(ui).__name__} has no get_user_confirmation()")
+            return json_arguments_ui(ui)
         except (ValueError, TypeError, ImportError) as err:
             print(f"note: cannot load the run's confirmation UI ({err}); asking with SimpleConsoleUI instead.")
     return JsonArgumentsConsoleUI()

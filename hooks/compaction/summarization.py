@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from temporalio import workflow
 from temporalio.exceptions import is_cancelled_exception
 
 from core.messages import ChatMessage
@@ -25,6 +26,17 @@ from hooks.compaction.utils import (
 from hooks.context import call_model_from_hook, run_logger
 
 STRATEGY = "summarization"
+
+
+class NeedsWorkflowError(RuntimeError):
+    """The summariser was used outside an ``AgentWorkflow`` run, where it cannot write a summary."""
+
+
+_NEEDS_A_WORKFLOW = (
+    "SummarizationCompactor needs an AgentWorkflow run: its summaries are written by the worker's model "
+    "activity and recorded in the run's history. Start the agent with agent.start(...); for a local run, "
+    "compact with SlidingWindowCompactor or ToolResultPruningCompactor."
+)
 _OPEN, _CLOSE = "<conversation_summary>", "</conversation_summary>"
 
 DEFAULT_SUMMARY_INSTRUCTION = """You condense part of a conversation between a user and an AI agent, so that the \
@@ -220,19 +232,20 @@ class SummarizationCompactor(Compactor):
     def compact(
         self, messages: list[ChatMessage], target_tokens: int, token_counter: TokenCounter
     ) -> list[ChatMessage] | None:
-        """Not available: summaries come from an activity, so use :meth:`compact_async`.
+        """Not available: summaries come from an activity, so use :meth:`compact_async` in a run.
 
-        :raises RuntimeError: Always.
+        :raises NeedsWorkflowError: Always (a ``RuntimeError``).
         """
-        raise RuntimeError(
-            "SummarizationCompactor writes summaries through the model activity; await compact_async "
-            "(CompactionHook.run_async does)."
-        )
+        raise NeedsWorkflowError(_NEEDS_A_WORKFLOW)
 
     async def compact_async(
         self, messages: list[ChatMessage], target_tokens: int, token_counter: TokenCounter
     ) -> list[ChatMessage] | None:
-        """Summarise round by round until the conversation fits; None when no round succeeded."""
+        """Summarise round by round until the conversation fits; None when no round succeeded.
+
+        :raises NeedsWorkflowError: Outside an ``AgentWorkflow`` run, where there is no model activity
+            to write a summary (whatever ``raise_on_failure`` says: it is a misuse, not a failed summary).
+        """
         compacted = messages
         current_tokens = token_counter.count(compacted)
         summarized = False
@@ -245,7 +258,7 @@ class SummarizationCompactor(Compactor):
                 compacted, current_tokens = self.apply_summary(compacted, indices, text, current_tokens, token_counter)
                 summarized = True
             except Exception as error:
-                if is_cancelled_exception(error):
+                if is_cancelled_exception(error) or isinstance(error, NeedsWorkflowError):
                     raise
                 self._report_failure(error)
                 break
@@ -300,7 +313,14 @@ class SummarizationCompactor(Compactor):
         ]
 
     async def summarize(self, prompt: list[ChatMessage]) -> str | None:
-        """Ask ``chat_generator``'s model for a summary, through the ``chat_completion`` activity (workflow code only)."""
+        """Ask ``chat_generator``'s model for a summary, through the ``chat_completion`` activity.
+
+        Override it to summarise some other way (a subclass that calls a model in-process works in a local run).
+
+        :raises NeedsWorkflowError: Outside an ``AgentWorkflow`` run.
+        """
+        if not workflow.in_workflow():
+            raise NeedsWorkflowError(_NEEDS_A_WORKFLOW)
         output = await call_model_from_hook(self.chat_generator.request(prompt))
         return output.message.text
 
