@@ -47,8 +47,8 @@ from hooks.compaction import (
     ToolResultOffloadCompactor,
     ToolResultPruningCompactor,
 )
-from hooks.compaction import tool_result_offload as offload_module
 from hooks.compaction import summarization as summarization_module
+from hooks.compaction import tool_result_offload as offload_module
 from hooks.compaction.summarization import DEFAULT_SUMMARY_INSTRUCTION, is_summary
 from hooks.protocol import Closes, WarmsUp
 from hooks.tool_result_offloading import FileSystemToolResultStore
