@@ -267,7 +267,9 @@ def _selected_tool_names(tools: Any, known: dict[str, dict[str, Any]]) -> list[s
             continue
         item_spec = getattr(item, "spec", None)
         if not isinstance(item_spec, ToolSpec):
-            raise ValueError(f"tools holds {item!r}: give tool names, Tool objects or Toolsets. {_SERVED_BY_THE_WORKER}")
+            raise ValueError(
+                f"tools holds {item!r}: give tool names, Tool objects or Toolsets. {_SERVED_BY_THE_WORKER}"
+            )
         if item_spec.name in known and item_spec.model_dump() != known[item_spec.name]:
             raise ValueError(
                 f"tools holds a Tool named {item_spec.name!r} that differs from the agent's tool of that name "
