@@ -22,6 +22,8 @@ from core.state import State
 from hooks.compaction import ApproximateTokenCounter, CompactionHook, SummarizationCompactor
 from tests.support.compaction_support import random_conversation, to_haystack
 
+pytestmark = pytest.mark.filterwarnings("ignore:.*experimental component")
+
 
 def ours_type(data: dict[str, Any]) -> dict[str, Any]:
     """A Haystack dict naming this project's class of the same module path (``haystack.`` dropped)."""
