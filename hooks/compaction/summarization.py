@@ -174,7 +174,9 @@ class SummarizationCompactor(Compactor):
     ``purpose="hook"``), so each is recorded in the run's history and replay never calls the model
     again; its tokens count as hook usage, not the agent's ``token_usage``. A failed call, an empty
     reply or a summary that does not shrink the conversation is logged and the rounds that worked
-    are kept, or it is raised with ``raise_on_failure``.
+    are kept, or it is raised with ``raise_on_failure``. Outside a run there is no activity, so
+    :meth:`compact` and :meth:`compact_async` raise :class:`NeedsWorkflowError` (where Haystack's
+    summarises with a local generator); override :meth:`summarize` to summarise in-process.
 
     Which model writes them is ``chat_generator``, a :class:`ChatGeneratorSpec` (model, generation
     parameters, endpoint): another model than the agent's, or another endpoint the worker is
@@ -236,6 +238,11 @@ class SummarizationCompactor(Compactor):
 
         :raises NeedsWorkflowError: Always (a ``RuntimeError``).
         """
+        if workflow.in_workflow():
+            raise NeedsWorkflowError(
+                "SummarizationCompactor writes summaries through the model activity: await compact_async "
+                "(CompactionHook.run_async does)."
+            )
         raise NeedsWorkflowError(_NEEDS_A_WORKFLOW)
 
     async def compact_async(
