@@ -71,14 +71,15 @@ class Agent(AgentSpec):
         :param task_queue: The queue a worker with this agent's tools polls.
         :param hook_context: JSON-serialisable data for hooks (it is recorded in history).
         :param state: Initial values for ``state_schema`` keys.
-        :param tools: This run's tools, by name (or ``Tool``): a subset of the agent's, as Haystack's
-            ``Agent.run(tools=...)``. The run's recorded spec holds only these.
+        :param tools: This run's tools: names, ``Tool`` objects or ``Toolset`` groups, as Haystack's
+            ``Agent.run(tools=...)`` takes, but each must be one of the agent's tools (the worker
+            runs them). The run's recorded spec holds only these.
         :param generation_kwargs: Model settings for this run only, over ``model_settings``.
         :param wait_for_user: Make the run a session: after each turn it waits this long for the
             next message (``handle.send_message``), then ends with ``exit_reason="idle"``. None:
             the run ends after its first turn.
         :raises ValueError: If ``hook_context``, ``state`` or ``generation_kwargs`` is not JSON-serialisable,
-            ``state`` names unknown keys, ``tools`` names a tool the agent does not have, or
+            ``state`` names unknown keys, ``tools`` holds a tool the agent does not have, or
             ``wait_for_user`` is not a positive timedelta.
         :raises core.checks.ConfigurationError: If the namespace lacks a search attribute a hook sets
             (checked once per client), with the command that registers it.

@@ -41,6 +41,7 @@ from core.payloads import (
 )
 from core.settings import DEFAULT_WORKFLOW_TASK_TIMEOUT
 from core.spec import AgentSpec
+from core.tools import ToolSpec, flatten_tools
 from core.wire import RUN_STATUS_QUERY, WAITING_FOR_USER_ATTRIBUTE, WORKFLOW_TYPE
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
 from hooks.protocol import NeedsSearchAttributes
@@ -263,21 +264,54 @@ def _require_json(name: str, value: Any) -> None:
         ) from exc
 
 
+_SERVED_BY_THE_WORKER = (
+    "A durable run's tools are run by the worker, so a run picks from the agent's tools: add a new tool to "
+    "Agent(tools=[...]) and to the worker's create_worker(tools=[...]), then name it here."
+)
+
+
+def _selected_tool_names(tools: Any, known: dict[str, dict[str, Any]]) -> list[str]:
+    """The names of this run's tools: tool names, ``Tool`` objects and ``Toolset`` groups (as
+    Haystack's ``Agent.run(tools=...)`` takes), each one of the agent's own tools.
+
+    :raises ValueError: For a name the agent has no tool of, a ``Tool`` whose spec differs from the
+        agent's tool of that name, or an item that is none of these.
+    """
+    names: list[str] = []
+    for item in flatten_tools(tools if isinstance(tools, list) else [tools]):
+        if isinstance(item, str):
+            names.append(item)
+            continue
+        item_spec = getattr(item, "spec", None)
+        if not isinstance(item_spec, ToolSpec):
+            raise ValueError(
+                f"tools holds {item!r}: give tool names, Tool objects or Toolsets. {_SERVED_BY_THE_WORKER}"
+            )
+        if item_spec.name in known and item_spec.model_dump() != known[item_spec.name]:
+            raise ValueError(
+                f"tools holds a Tool named {item_spec.name!r} that differs from the agent's tool of that name "
+                f"(description or parameters). {_SERVED_BY_THE_WORKER}"
+            )
+        names.append(item_spec.name)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(
+            f"tools names tools the agent does not have: {unknown}. Its tools: {sorted(known)}. {_SERVED_BY_THE_WORKER}"
+        )
+    return names
+
+
 def _for_this_run(
     agent: AgentSpec, tools: list[Any] | None, generation_kwargs: dict[str, Any] | None
 ) -> dict[str, Any]:
     """The spec a run records: the agent's, with this run's tool selection and model settings.
 
-    :raises ValueError: For a tool the agent does not have, or an exit condition naming a tool
-        left out (the rebuilt spec says which).
+    :raises ValueError: For a tool the agent does not have (see :func:`_selected_tool_names`), or a
+        run spec that does not rebuild.
     """
     spec = agent.to_dict()
     if tools is not None:
-        names = [t if isinstance(t, str) else getattr(t, "name", None) for t in tools]
-        known = {t["name"] for t in spec["tools"]}
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise ValueError(f"tools names tools the agent does not have: {unknown}. Its tools: {sorted(known)}.")
+        names = _selected_tool_names(tools, {t["name"]: t for t in spec["tools"]})
         spec["tools"] = [t for t in spec["tools"] if t["name"] in names]
     if generation_kwargs:
         _require_json("generation_kwargs", generation_kwargs)

@@ -130,8 +130,10 @@ class AgentSpec:
         (``mcp_sources``, ``workflows/mcp_tools.py``).
     :param system_prompt: Prepended as a system message when the run starts.
     :param hooks: ``{hook_point: [hook, ...]}``, run in list order.
-    :param exit_conditions: ``"text"`` and/or tool names whose successful call ends the run.
-    :param max_agent_steps: Upper bound on model calls in one run.
+    :param exit_conditions: ``"text"`` and/or tool names whose successful call ends the run (a
+        name no tool has is accepted, as in Haystack, and never ends a run).
+    :param max_agent_steps: Upper bound on model calls in one run; 0 makes none (the run ends with
+        ``exit_reason="max_agent_steps"``), as in Haystack.
     :param state_schema: Extra State keys, ``{key: {"type": t, "handler": optional}}``.
     :param model_settings: Extra Chat Completions parameters (temperature, max_tokens, ...).
     :param max_concurrent_tool_calls: How many tool activities of one step run at once.
@@ -152,8 +154,8 @@ class AgentSpec:
     :raises TypeError: For a ``stream_tokens`` that is not a bool, or an ``output_type`` that is
         neither a pydantic model class nor a JSON schema.
     :raises ValueError: For an unknown hook point, a hook outside its allowed points, a reserved
-        or malformed ``state_schema`` key, duplicate tool names, an exit condition naming no
-        tool, ``max_agent_steps < 1``, or ``participants`` that is not a non-empty list of names.
+        or malformed ``state_schema`` key, duplicate tool names, a ``max_agent_steps`` that is not
+        a number, or ``participants`` that is not a non-empty list of names.
     :raises TypeError: For a hook without ``run``/``run_async``.
     """
 
@@ -224,13 +226,12 @@ class AgentSpec:
         self.system_prompt = system_prompt
         self.hooks: dict[str, list[Any]] = {point: list(hook_list) for point, hook_list in (hooks or {}).items()}
         validate_hooks(self.hooks)
+        # As in Haystack, an exit condition naming no tool is accepted (it can never end a run).
         self.exit_conditions = list(exit_conditions or ["text"])
-        listed = {n for source in self.mcp_sources for n in source.tool_names or []}
-        unknown = [c for c in self.exit_conditions if c != "text" and c not in names and c not in listed]
-        if unknown:
-            raise ValueError(f"exit_conditions name unknown tools: {', '.join(unknown)}. Tools: {', '.join(names)}.")
-        if max_agent_steps < 1:
-            raise ValueError(f"max_agent_steps must be at least 1, got {max_agent_steps}.")
+        # As in Haystack, any number: 0 (or less) makes no model call and ends with "max_agent_steps".
+        # What is not a number is refused here: the run loop would fail on it mid-run.
+        if isinstance(max_agent_steps, bool) or not isinstance(max_agent_steps, (int, float)):
+            raise ValueError(f"max_agent_steps must be a number, got {max_agent_steps!r}.")
         self.max_agent_steps = max_agent_steps
         self.state_schema = dict(state_schema or {})
         validate_state_schema(self.state_schema)

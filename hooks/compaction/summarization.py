@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from temporalio import workflow
 from temporalio.exceptions import is_cancelled_exception
 
 from core.messages import ChatMessage
@@ -25,6 +26,17 @@ from hooks.compaction.utils import (
 from hooks.context import call_model_from_hook, run_logger
 
 STRATEGY = "summarization"
+
+
+class NeedsWorkflowError(RuntimeError):
+    """The summariser was used outside an ``AgentWorkflow`` run, where it cannot write a summary."""
+
+
+_NEEDS_A_WORKFLOW = (
+    "SummarizationCompactor needs an AgentWorkflow run: its summaries are written by the worker's model "
+    "activity and recorded in the run's history. Start the agent with agent.start(...); for a local run, "
+    "compact with SlidingWindowCompactor or ToolResultPruningCompactor."
+)
 _OPEN, _CLOSE = "<conversation_summary>", "</conversation_summary>"
 
 DEFAULT_SUMMARY_INSTRUCTION = """You condense part of a conversation between a user and an AI agent, so that the \
@@ -166,7 +178,9 @@ class SummarizationCompactor(Compactor):
     ``purpose="hook"``), so each is recorded in the run's history and replay never calls the model
     again; its tokens count as hook usage, not the agent's ``token_usage``. A failed call, an empty
     reply or a summary that does not shrink the conversation is logged and the rounds that worked
-    are kept, or it is raised with ``raise_on_failure``.
+    are kept, or it is raised with ``raise_on_failure``. Outside a run there is no activity, so
+    :meth:`compact` and :meth:`compact_async` raise :class:`NeedsWorkflowError` (where Haystack's
+    summarises with a local generator); override :meth:`summarize` to summarise in-process.
 
     Which model writes them is ``chat_generator``, a :class:`ChatGeneratorSpec` (model, generation
     parameters, endpoint): another model than the agent's, or another endpoint the worker is
@@ -224,19 +238,25 @@ class SummarizationCompactor(Compactor):
     def compact(
         self, messages: list[ChatMessage], target_tokens: int, token_counter: TokenCounter
     ) -> list[ChatMessage] | None:
-        """Not available: summaries come from an activity, so use :meth:`compact_async`.
+        """Not available: summaries come from an activity, so use :meth:`compact_async` in a run.
 
-        :raises RuntimeError: Always.
+        :raises NeedsWorkflowError: Always (a ``RuntimeError``).
         """
-        raise RuntimeError(
-            "SummarizationCompactor writes summaries through the model activity; await compact_async "
-            "(CompactionHook.run_async does)."
-        )
+        if workflow.in_workflow():
+            raise NeedsWorkflowError(
+                "SummarizationCompactor writes summaries through the model activity: await compact_async "
+                "(CompactionHook.run_async does)."
+            )
+        raise NeedsWorkflowError(_NEEDS_A_WORKFLOW)
 
     async def compact_async(
         self, messages: list[ChatMessage], target_tokens: int, token_counter: TokenCounter
     ) -> list[ChatMessage] | None:
-        """Summarise round by round until the conversation fits; None when no round succeeded."""
+        """Summarise round by round until the conversation fits; None when no round succeeded.
+
+        :raises NeedsWorkflowError: Outside an ``AgentWorkflow`` run, where there is no model activity
+            to write a summary (whatever ``raise_on_failure`` says: it is a misuse, not a failed summary).
+        """
         compacted = messages
         current_tokens = token_counter.count(compacted)
         summarized = False
@@ -249,7 +269,7 @@ class SummarizationCompactor(Compactor):
                 compacted, current_tokens = self.apply_summary(compacted, indices, text, current_tokens, token_counter)
                 summarized = True
             except Exception as error:
-                if is_cancelled_exception(error):
+                if is_cancelled_exception(error) or isinstance(error, NeedsWorkflowError):
                     raise
                 self._report_failure(error)
                 break
@@ -304,7 +324,14 @@ class SummarizationCompactor(Compactor):
         ]
 
     async def summarize(self, prompt: list[ChatMessage]) -> str | None:
-        """Ask ``chat_generator``'s model for a summary, through the ``chat_completion`` activity (workflow code only)."""
+        """Ask ``chat_generator``'s model for a summary, through the ``chat_completion`` activity.
+
+        Override it to summarise some other way (a subclass that calls a model in-process works in a local run).
+
+        :raises NeedsWorkflowError: Outside an ``AgentWorkflow`` run.
+        """
+        if not workflow.in_workflow():
+            raise NeedsWorkflowError(_NEEDS_A_WORKFLOW)
         output = await call_model_from_hook(self.chat_generator.request(prompt))
         return output.message.text
 

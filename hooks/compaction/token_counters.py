@@ -47,15 +47,22 @@ class ApproximateTokenCounter:
     """Estimates tokens from text length at a flat number of characters per token.
 
     Needs nothing loaded and costs almost nothing; off by up to tens of percent on real text.
+    Haystack's constructor and ``to_dict``: ``tokens_per_image`` and ``tokens_per_file`` are what
+    Haystack charges for an image or a file in a message. Messages here carry text only, so they
+    are kept (and serialised) for code and dicts written for Haystack but never change a count.
 
     :param chars_per_token: How many characters count as one token.
+    :param tokens_per_image: Tokens an image would be charged (Haystack's default, 85).
+    :param tokens_per_file: Tokens a file would be charged (Haystack's default, 1000).
     :raises ValueError: If ``chars_per_token`` is not positive.
     """
 
-    def __init__(self, chars_per_token: float = 4.0) -> None:
+    def __init__(self, chars_per_token: float = 4.0, tokens_per_image: int = 85, tokens_per_file: int = 1000) -> None:
         if chars_per_token <= 0:
             raise ValueError(f"`chars_per_token` must be greater than 0, got {chars_per_token}.")
         self.chars_per_token = chars_per_token
+        self.tokens_per_image = tokens_per_image
+        self.tokens_per_file = tokens_per_file
 
     def count(self, messages: Sequence[ChatMessage], tools: Tools | None = None) -> int:
         """Estimated tokens of the rendered messages and tool schemas."""
@@ -68,16 +75,24 @@ class ApproximateTokenCounter:
         return int(len(text) / self.chars_per_token)
 
     def to_dict(self) -> dict[str, Any]:
-        """Serialise the counter."""
-        return default_to_dict(self, chars_per_token=self.chars_per_token)
+        """Serialise the counter (Haystack's three keys)."""
+        return default_to_dict(
+            self,
+            chars_per_token=self.chars_per_token,
+            tokens_per_image=self.tokens_per_image,
+            tokens_per_file=self.tokens_per_file,
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ApproximateTokenCounter:
-        """Rebuild the counter from :meth:`to_dict`'s output."""
+        """Rebuild the counter from :meth:`to_dict`'s output (a dict with only ``chars_per_token`` too)."""
         return default_from_dict(cls, data)
 
     def __repr__(self) -> str:
-        return f"ApproximateTokenCounter(chars_per_token={self.chars_per_token})"
+        return (
+            f"ApproximateTokenCounter(chars_per_token={self.chars_per_token}, "
+            f"tokens_per_image={self.tokens_per_image}, tokens_per_file={self.tokens_per_file})"
+        )
 
 
 class TiktokenTokenCounter:

@@ -1,7 +1,7 @@
 """The data of a confirmation: what is asked, what a person answers, what the hook applies.
 
-``ConfirmationUIResult`` and ``ToolExecutionDecision`` mean what they mean in Haystack 3.x
-(as pydantic models, because they cross the workflow boundary). ``PendingConfirmation``,
+``ConfirmationUIResult`` and ``ToolExecutionDecision`` are Haystack 3.x's dataclasses (they stay
+inside the workflow or the approver's process and never travel as payloads). ``PendingConfirmation``,
 ``ToolDecision`` and ``DecisionRecord`` are the durable additions: the request a run publishes,
 the decision that comes in by Signal or Update, and the audit record kept for each decision.
 """
@@ -9,8 +9,9 @@ the decision that comes in by Signal or Update, and the audit record kept for ea
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -18,34 +19,13 @@ from pydantic import BaseModel, ConfigDict
 ACTIONS: tuple[str, ...] = ("confirm", "reject", "modify")
 
 
-class _PositionalModel(BaseModel):
-    """A pydantic model that also takes its leading fields positionally, in :attr:`_positional`
-    order, as the dataclass it mirrors does (``ConfirmationUIResult("confirm")``).
+@dataclass
+class ConfirmationUIResult:
+    """What a person answered: Haystack's dataclass, field for field.
 
-    Keyword use and ``model_validate`` are unchanged; a field given neither way keeps its default
-    and stays unset (``model_fields_set``).
-    """
-
-    _positional: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, /, *args: Any, **data: Any) -> None:
-        names = type(self)._positional
-        if len(args) > len(names):
-            raise TypeError(
-                f"{type(self).__name__}() takes at most {len(names)} positional arguments "
-                f"({', '.join(names)}), {len(args)} were given"
-            )
-        for name, value in zip(names, args, strict=False):
-            if name in data:
-                raise TypeError(f"{type(self).__name__}() got multiple values for argument '{name}'")
-            data[name] = value
-        super().__init__(**data)
-
-
-class ConfirmationUIResult(_PositionalModel):
-    """What a person answered (as Haystack's ``ConfirmationUIResult``).
-
-    Positional arguments follow Haystack's order: ``ConfirmationUIResult("reject", "too risky")``.
+    It never crosses the workflow boundary (a decision sent to a run is a :class:`ToolDecision`),
+    so it keeps dataclass semantics: positional arguments in Haystack's order, a missing field or
+    unknown keyword is a ``TypeError``, values are kept as given, ``dataclasses.replace`` works.
 
     :param action: ``"confirm"``, ``"reject"`` or ``"modify"`` (not enforced here, so custom
         strategies may define their own).
@@ -53,18 +33,18 @@ class ConfirmationUIResult(_PositionalModel):
     :param new_tool_params: The replacement arguments of a ``"modify"``.
     """
 
-    _positional: ClassVar[tuple[str, ...]] = ("action", "feedback", "new_tool_params")
-
     action: str
     feedback: str | None = None
     new_tool_params: dict[str, Any] | None = None
 
 
-class ToolExecutionDecision(_PositionalModel):
-    """What a strategy decided for one tool call (as Haystack's ``ToolExecutionDecision``).
+@dataclass
+class ToolExecutionDecision:
+    """What a strategy decided for one tool call: Haystack's dataclass, plus a keyword-only ``record``.
 
+    Dataclass semantics as :class:`ConfirmationUIResult` (it is workflow-local, never a payload).
     Positional arguments follow Haystack's order (``tool_name, execute, tool_call_id, feedback,
-    final_tool_params``); ``record``, which Haystack does not have, is keyword-only.
+    final_tool_params``).
 
     :param tool_name: The tool of the call.
     :param execute: Run the call (confirmed or modified) or not (rejected).
@@ -76,25 +56,28 @@ class ToolExecutionDecision(_PositionalModel):
         answering tool message's ``meta["confirmation"]``) so it is part of the run's result.
     """
 
-    _positional: ClassVar[tuple[str, ...]] = ("tool_name", "execute", "tool_call_id", "feedback", "final_tool_params")
-
     tool_name: str
     execute: bool
     tool_call_id: str | None = None
     feedback: str | None = None
     final_tool_params: dict[str, Any] | None = None
-    record: dict[str, Any] | None = None
+    record: dict[str, Any] | None = field(default=None, kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
         """Haystack's dict: exactly its five fields, so Haystack's ``ToolExecutionDecision.from_dict``
         reads it. ``record`` is left out (it is kept in the conversation, on the call's
-        ``extra["confirmation"]``); ``model_dump()`` gives every field."""
-        return self.model_dump(exclude={"record"})
+        ``extra["confirmation"]``); ``dataclasses.asdict`` gives every field."""
+        data = asdict(self)
+        del data["record"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolExecutionDecision:
-        """Inverse of :meth:`to_dict` (also reads Haystack's dict, and ``model_dump()``'s)."""
-        return cls.model_validate(data)
+        """Inverse of :meth:`to_dict`, as Haystack's (``cls(**data)``: an unknown key is a ``TypeError``).
+
+        Also reads Haystack's dict, and ``asdict()``'s.
+        """
+        return cls(**data)
 
 
 class PendingConfirmation(BaseModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from temporalio import workflow
@@ -324,10 +325,8 @@ def _bound(decision: Any, call: ToolCall) -> ToolExecutionDecision:
     """A strategy's decision as a :class:`ToolExecutionDecision` bound to ``call``, whatever id and
     tool name the strategy put in it."""
     if not isinstance(decision, ToolExecutionDecision):
-        decision = ToolExecutionDecision.model_validate(
-            decision.to_dict() if hasattr(decision, "to_dict") else decision
-        )
-    return decision.model_copy(update={"tool_call_id": call.id, "tool_name": call.tool_name})
+        decision = ToolExecutionDecision.from_dict(decision.to_dict() if hasattr(decision, "to_dict") else decision)
+    return dataclasses.replace(decision, tool_call_id=call.id, tool_name=call.tool_name)
 
 
 def check_call_ids(calls: list[ToolCall]) -> None:

@@ -30,6 +30,11 @@ class AskOncePolicy(ConfirmationPolicy):
     same arguments runs unasked for the rest of the run (as in Haystack, the policy remembers the
     last confirmed arguments of each tool). The memory survives continue-as-new through
     :meth:`snapshot`/:meth:`restore`. Modified, rejected and timed-out calls are not remembered.
+
+    Unlike Haystack's, it remembers a copy of the confirmed arguments, not the caller's dict: the
+    memory is what a snapshot carries across continue-as-new, so it must not change when the
+    caller later changes that dict (a run would then ask, or not, depending on whether it had
+    continued as new), and arguments no one confirmed must not come to pass as confirmed.
     """
 
     def __init__(self) -> None:
@@ -37,7 +42,7 @@ class AskOncePolicy(ConfirmationPolicy):
 
     def should_ask(self, tool_name: str, tool_description: str, tool_params: dict[str, Any]) -> bool:
         """False when ``tool_name`` was last confirmed with exactly ``tool_params``."""
-        return self._confirmed.get(tool_name) != tool_params
+        return tool_name not in self._confirmed or self._confirmed[tool_name] != tool_params
 
     def update_after_confirmation(
         self,

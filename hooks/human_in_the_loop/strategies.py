@@ -36,6 +36,7 @@ approver to check.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from typing import Any, Literal, Unpack
 
@@ -284,7 +285,7 @@ class DurableConfirmationStrategy:
         if not timed_out:
             self.confirmation_policy.update_after_confirmation(tool_name, tool_description, tool_params, result)
         ted = self._apply(tool_name, tool_call_id, tool_params, result)
-        return ted.model_copy(update={"record": record.model_dump(mode="json")})
+        return dataclasses.replace(ted, record=record.model_dump(mode="json"))
 
     def _notify(self, type: ApprovalEventType, request: PendingConfirmation, **options: Any) -> Any:
         """Start sending ``type`` through the notifier (None without one)."""
@@ -382,6 +383,20 @@ class DurableConfirmationStrategy:
         )
 
 
+#: The serialised defaults of :class:`DurableConfirmationStrategy`'s options that Haystack's
+#: ``BlockingConfirmationStrategy`` does not have (left out of its ``to_dict`` when unchanged).
+_DURABLE_DEFAULTS: dict[str, Any] = {
+    "timeout": timedelta(days=7).total_seconds(),
+    "on_timeout": "reject",
+    "notifier": None,
+    "escalation": None,
+    "search_attribute": WAITING_FOR_APPROVAL.name,
+    "max_new_tool_params_bytes": MAX_NEW_TOOL_PARAMS_BYTES,
+    "max_feedback_chars": MAX_FEEDBACK_CHARS,
+    "approvers": None,
+}
+
+
 class BlockingConfirmationStrategy(DurableConfirmationStrategy):
     """Haystack's ``BlockingConfirmationStrategy(*, confirmation_policy, confirmation_ui)``, durable.
 
@@ -403,16 +418,15 @@ class BlockingConfirmationStrategy(DurableConfirmationStrategy):
         default, where Haystack's waits forever; ``on_timeout``; the three templates, as in
         Haystack; ``notifier``; ``escalation``; ``search_attribute``; the decision limits; ``approvers``, who
         may decide in a durable run).
-    :raises ValueError: For a ``confirmation_ui`` without ``get_user_confirmation``, or as
-        :class:`DurableConfirmationStrategy`.
+    :raises ValueError: As :class:`DurableConfirmationStrategy`.
     """
 
     def __init__(
         self, *, confirmation_policy: ConfirmationPolicy, confirmation_ui: ConfirmationUI, **options: Any
     ) -> None:
         super().__init__(confirmation_policy, **options)
-        if not callable(getattr(confirmation_ui, "get_user_confirmation", None)):
-            raise ValueError(f"confirmation_ui needs a get_user_confirmation() method, got {confirmation_ui!r}.")
+        # Not checked here, as in Haystack: a local run fails when it asks through a UI without
+        # get_user_confirmation; `agent approve --interactive` falls back to SimpleConsoleUI.
         self.confirmation_ui = confirmation_ui
 
     def run(self, **call: Unpack[ConfirmationCall]) -> ToolExecutionDecision:
@@ -454,14 +468,21 @@ class BlockingConfirmationStrategy(DurableConfirmationStrategy):
         return {"confirmation_ui": object_to_dict(self.confirmation_ui)}
 
     def to_dict(self) -> dict[str, Any]:
-        """Serialise (the policy and the UI by reference)."""
+        """Serialise (the policy and the UI by reference) in Haystack's shape: its five keys, then
+        only the durable options set to something other than their default, so with none set
+        Haystack's ``BlockingConfirmationStrategy.from_dict`` reads the output."""
         data = super().to_dict()
         params = data["init_parameters"]
-        policy = params.pop("confirmation_policy")
+        haystack_keys = ("confirmation_policy", "reject_template", "modify_template", "user_feedback_template")
         data["init_parameters"] = {
-            "confirmation_policy": policy,
+            "confirmation_policy": params["confirmation_policy"],
             "confirmation_ui": object_to_dict(self.confirmation_ui),
-            **params,
+            **{key: params[key] for key in haystack_keys[1:]},
+            **{
+                key: value
+                for key, value in params.items()
+                if key not in haystack_keys and value != _DURABLE_DEFAULTS.get(key)
+            },
         }
         return data
 

@@ -70,7 +70,7 @@ def as_ui_result(answer: Any) -> ConfirmationUIResult:
     if isinstance(answer, ConfirmationUIResult):
         return answer
     if isinstance(answer, dict):
-        return ConfirmationUIResult.model_validate(answer)
+        return ConfirmationUIResult(**answer)
     return ConfirmationUIResult(
         action=answer.action,
         feedback=getattr(answer, "feedback", None),

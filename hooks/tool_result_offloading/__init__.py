@@ -20,6 +20,7 @@ from hooks.tool_result_offloading.reader import read_tool_result
 from hooks.tool_result_offloading.stores import (
     FileSystemToolResultStore,
     S3ToolResultStore,
+    ToolResultNotFoundError,
     ToolResultStoreError,
     store_from_environment,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "OffloadTask",
     "S3ToolResultStore",
     "ToolResultOffloadHook",
+    "ToolResultNotFoundError",
     "ToolResultStore",
     "ToolResultStoreError",
     "read_tool_result",

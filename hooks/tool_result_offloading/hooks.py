@@ -70,10 +70,12 @@ class ToolResultOffloadHook:
     rejections by the confirmation hook) and empty results stay in context, and a result already
     marked ``meta["tool_result_offloaded"]`` is never offloaded again.
 
-    A write that fails (an S3 outage) is retried with backoff until ``write_deadline``. A result
-    the policy says to offload is never kept in the conversation because the store is down: after
-    the deadline it is replaced by an error message saying it could not be stored (the model may
-    call the tool again), a warning is logged, and the run goes on.
+    In a run, a write that fails (an S3 outage) is retried with backoff until ``write_deadline``. A
+    result the policy says to offload is never kept in the conversation because the store is down:
+    after the deadline it is replaced by an error message saying it could not be stored (the model
+    may call the tool again), a warning is logged, and the run goes on. Kept, it would travel in
+    every later model call's activity input, each recorded in history, where Temporal's payload and
+    history limits can end the run. A local :meth:`run` keeps it in context, as Haystack does.
 
     Hooks run in registration order, and this one stores a result as the ``after_tool`` hooks
     registered before it left it (a redaction hook before it means only redacted text is stored).
@@ -252,7 +254,10 @@ class ToolResultOffloadHook:
         self.apply(state, references, unstored)
 
     def run(self, state: State) -> None:
-        """Outside a workflow (tests, in-process use): write with the store directly.
+        """Outside a workflow (a local, non-durable run): write with the store directly, as Haystack's hook.
+
+        A write that fails leaves the result in the conversation and logs a warning, as in Haystack:
+        a local run has no history to keep small and no deadline to retry until.
 
         :raises RuntimeError: Inside a workflow, where the write must go through ``run_async``.
         """
@@ -260,14 +265,17 @@ class ToolResultOffloadHook:
             raise RuntimeError("Inside a workflow ToolResultOffloadHook writes through an activity: await run_async.")
         store = self.resolve_store(state, run_id=None)
         references: dict[int, str] = {}
-        unstored: dict[int, object] = {}
         for task in self.plan(state):
             try:
                 references[task.index] = store.write(key=task.key, content=task.content)
-            except Exception as exc:  # in-process use: one attempt; the result still never stays inline
-                run_logger(__name__).warning("Storing %s failed; the model is told: %s", task.key, exc)
-                unstored[task.index] = exc
-        self.apply(state, references, unstored)
+            except Exception as exc:
+                run_logger(__name__).warning(
+                    "Failed to offload %s to %s; leaving the result in context. Error: %s",
+                    task.key,
+                    type(store).__name__,
+                    exc,
+                )
+        self.apply(state, references)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise store, strategies (tuple keys as JSON arrays) and preview length."""
@@ -282,13 +290,19 @@ class ToolResultOffloadHook:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResultOffloadHook:
         """Rebuild from :meth:`to_dict`'s output."""
-        params = data.get("init_parameters", {})
-        return cls(
-            store=object_from_dict(params["store"], STORE_SLOT),
-            offload_strategies={
+        params = dict(data.get("init_parameters", {}))
+        kwargs: dict[str, Any] = {}
+        # As Haystack's: a key left out takes its default (a Haystack dict has no write_deadline_seconds);
+        # a required one left out is the constructor's TypeError.
+        if params.get("store") is not None:
+            kwargs["store"] = object_from_dict(params["store"], STORE_SLOT)
+        if params.get("offload_strategies") is not None:
+            kwargs["offload_strategies"] = {
                 decode_tool_key(k): object_from_dict(p, OFFLOAD_POLICY_SLOT)
-                for k, p in params.get("offload_strategies", {}).items()
-            },
-            preview_chars=params.get("preview_chars", 200),
-            write_deadline=timedelta(seconds=params["write_deadline_seconds"]),
-        )
+                for k, p in params["offload_strategies"].items()
+            }
+        if "preview_chars" in params:
+            kwargs["preview_chars"] = params["preview_chars"]
+        if params.get("write_deadline_seconds") is not None:
+            kwargs["write_deadline"] = timedelta(seconds=params["write_deadline_seconds"])
+        return cls(**kwargs)

@@ -63,15 +63,17 @@ class NeverOffload(OffloadPolicyBase):
 class OffloadOverChars(OffloadPolicyBase):
     """Offload a result whose length in characters is strictly greater than ``threshold``.
 
-    :param threshold: Characters a result may have and still stay in the conversation.
-    :raises ValueError: If ``threshold`` is negative or not an integer.
+    :param threshold: Characters a result may have and still stay in the conversation. Any number
+        is accepted, as in Haystack (a negative one offloads every non-empty result).
+    :raises ValueError: If ``threshold`` is not a number: Haystack's fails at the first result,
+        which in a durable run would end the run mid-way, so it is refused when built.
     """
 
     decides_without_state = True
 
     def __init__(self, threshold: int) -> None:
-        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
-            raise ValueError(f"OffloadOverChars threshold must be a non-negative integer, got {threshold!r}.")
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+            raise ValueError(f"OffloadOverChars threshold must be a number, got {threshold!r}.")
         self.threshold = threshold
 
     def should_offload(self, tool_name: str, result: str, state: State) -> bool:

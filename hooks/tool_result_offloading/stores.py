@@ -33,6 +33,11 @@ class ToolResultStoreError(RuntimeError):
     """The store could not write or read (missing bucket, missing object, access denied, I/O error)."""
 
 
+class ToolResultNotFoundError(ToolResultStoreError, FileNotFoundError):
+    """No result at the reference: a ``FileNotFoundError``, as Haystack's store raises, and a
+    :class:`ToolResultStoreError`, as this project's callers catch."""
+
+
 def check_relative_key(key: str) -> str:
     """Return ``key`` if it is a relative ``/``-separated key without ``.``/``..``/empty segments.
 
@@ -53,14 +58,12 @@ class FileSystemToolResultStore(ToolResultStore):
     References are absolute file paths. A key or reference that resolves outside the store's
     root, through ``..``, an absolute path or a symlink, is refused.
 
-    :param root: Directory results are written under; created on first write.
+    :param root: Directory results are written under; created on first write. As in Haystack,
+        ``""`` is the current directory (``Path("")``).
     :param run_id: The run this store is scoped to (set by :meth:`for_run`); None for no scoping.
-    :raises ValueError: If ``root`` is empty.
     """
 
     def __init__(self, root: str | Path, run_id: str | None = None) -> None:
-        if not str(root):
-            raise ValueError("FileSystemToolResultStore needs a root directory.")
         self.root = Path(root)
         self.run_id = run_id
         if run_id is not None:
@@ -109,13 +112,14 @@ class FileSystemToolResultStore(ToolResultStore):
         """Read a reference returned by :meth:`write`.
 
         :raises ValueError: If ``reference`` resolves outside the root (another run's file included).
-        :raises ToolResultStoreError: If there is no file at ``reference``.
+        :raises ToolResultNotFoundError: If there is no file at ``reference`` (a ``FileNotFoundError``,
+            as in Haystack, and a ``ToolResultStoreError``).
         """
         path = self._resolve_inside(reference, subject="Result reference")
         try:
             return path.read_text(encoding="utf-8")
         except FileNotFoundError as exc:
-            raise ToolResultStoreError(f"No tool result at '{reference}'.") from exc
+            raise ToolResultNotFoundError(f"No tool result at '{reference}'.") from exc
 
     def to_dict(self) -> dict[str, Any]:
         """Serialise root (and run id)."""
@@ -284,7 +288,7 @@ def _s3_errors(bucket: str, key: str) -> Iterator[None]:
                 "or create the bucket)."
             ) from exc
         if code in ("NoSuchKey", "404"):
-            raise ToolResultStoreError(f"No tool result at 's3://{bucket}/{key}'.") from exc
+            raise ToolResultNotFoundError(f"No tool result at 's3://{bucket}/{key}'.") from exc
         raise ToolResultStoreError(f"S3 error {code or exc} for 's3://{bucket}/{key}': {exc}") from exc
     except BotoCoreError as exc:
         raise ToolResultStoreError(f"S3 request for 's3://{bucket}/{key}' failed: {exc}") from exc

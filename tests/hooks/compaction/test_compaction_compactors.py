@@ -295,11 +295,15 @@ async def test_summariser_failure_keeps_successful_part_or_raises():
         await Scripted(replies=[RuntimeError("model down")], raise_on_failure=True).compact_async(messages, 0, COUNTER)
 
 
-async def test_summariser_outside_workflow_logs_and_declines():
-    # the real model call needs a workflow: outside one it fails, is logged, and nothing changes
+async def test_summariser_outside_workflow_says_it_needs_one():
+    # the real model call needs a workflow: outside one both paths say so, whatever raise_on_failure says
     messages = task_conversation(4)
-    assert await SummarizationCompactor(model="m").compact_async(messages, 0, COUNTER) is None
-    with pytest.raises(RuntimeError, match="compact_async"):
+    for raise_on_failure in (False, True):
+        with pytest.raises(RuntimeError, match="needs an AgentWorkflow run"):
+            await SummarizationCompactor(model="m", raise_on_failure=raise_on_failure).compact_async(
+                messages, 0, COUNTER
+            )
+    with pytest.raises(RuntimeError, match="needs an AgentWorkflow run"):
         SummarizationCompactor(model="m").compact(messages, 0, COUNTER)
 
 

@@ -19,6 +19,7 @@ import json
 import uuid
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -46,6 +47,7 @@ from hooks.compaction import (
     ToolResultOffloadCompactor,
     ToolResultPruningCompactor,
 )
+from hooks.compaction import summarization as summarization_module
 from hooks.compaction import tool_result_offload as offload_module
 from hooks.compaction.summarization import DEFAULT_SUMMARY_INSTRUCTION, is_summary
 from hooks.protocol import Closes, WarmsUp
@@ -502,6 +504,8 @@ async def test_summaries_go_through_the_model_activity_with_the_spec(monkeypatch
         return ModelCallOutput(message=ChatMessage.from_assistant("- the gist"), usage=usage)
 
     monkeypatch.setattr(context, "call_model", fake_call_model)
+    # summarize() refuses outside a workflow; here only the call path is under test
+    monkeypatch.setattr(summarization_module, "workflow", SimpleNamespace(in_workflow=lambda: True))
     spec = ChatGeneratorSpec("summary-model", generation_kwargs={"temperature": 0.3, "max_tokens": 99})
     compactor = SummarizationCompactor(chat_generator=spec, approximate_summary_tokens=5)
     messages = [ChatMessage.from_system("s"), ChatMessage.from_user("old task")]

@@ -314,7 +314,7 @@ def test_decision_dicts_cross_between_the_libraries(fields):
     assert ours.to_dict() == theirs.to_dict()
     assert hhitl.ToolExecutionDecision.from_dict(ours.to_dict()) == theirs
     assert ToolExecutionDecision.from_dict(theirs.to_dict()) == ToolExecutionDecision(*fields)
-    assert ours.model_dump()["record"] == record  # kept, outside Haystack's dict
+    assert ours.record == record  # kept, outside Haystack's dict
 
 
 def test_asked_decisions_carry_a_record_that_haystack_can_still_read():

@@ -229,7 +229,8 @@ def test_bad_construction_is_a_value_error(tmp_path: Path, kwargs: dict[str, Any
 
 
 def test_over_chars_threshold_validation() -> None:
-    with pytest.raises(ValueError):
-        OffloadOverChars(-1)
+    with pytest.raises(ValueError, match="must be a number"):
+        OffloadOverChars("10")
+    assert OffloadOverChars(-1).should_offload("t", "", State())  # as in Haystack: len("") > -1
     assert not OffloadOverChars(3).should_offload("t", "abc", State())
     assert OffloadOverChars(3).should_offload("t", "abcd", State())
