@@ -104,7 +104,7 @@ async def _serve(args: argparse.Namespace, data_dir: Path) -> int:
             model_env = {"OPENAI_BASE_URL": scripted.base_url, "OPENAI_API_KEY": SCRIPTED_API_KEY} if scripted else {}
             shell_env = {**model_env, "AGENT_TASK_QUEUE": args.task_queue}
             if generated_key:  # the development key of DATA_DIR/payload-keys; never the user's own
-                shell_env[KEYS_ENV] = os.environ[KEYS_ENV]
+                shell_env[KEYS_ENV] = keys
             if real_model and get_settings().openai_base_url:
                 shell_env["OPENAI_BASE_URL"] = get_settings().openai_base_url
             worker_env.update({**stack.env, **shell_env})
