@@ -75,6 +75,8 @@ async def test_history_and_s3_objects_hold_no_plaintext(stack, scripted, model, 
     raw = history.to_json()
     assert secret not in raw and secret.encode() not in History(events=history.events).SerializeToString()
     assert '"binary/encrypted"' in raw or "YmluYXJ5L2VuY3J5cHRlZA" in raw  # payloads are there, encrypted
+    summaries = [e.user_metadata.summary for e in history.events if e.user_metadata.HasField("summary")]
+    assert summaries and all(s.metadata["encoding"] == b"binary/encrypted" for s in summaries)  # activity summaries
 
     after = await asyncio.to_thread(bucket_objects)
     new = sorted(k for k in after if before.get(k) != after[k])
@@ -107,6 +109,7 @@ async def test_a_worker_without_the_key_stalls_the_run_until_one_with_it_finishe
     assert health.status == "RUNNING"  # the task fails, not the run
     assert "encrypted under key id 'new'" in health.workflow_task_error
     assert "it has 'old'" in health.workflow_task_error and "AGENT_PAYLOAD_KEYS" in health.workflow_task_error
+    assert health.failing_workflow_task.fix.startswith(f"give the workers of task queue {queue} the key")
     assert scripted.requests(model) == []
 
     async with keyed(stack, monkeypatch, f"{new},{old}", queue) as client:  # the key deployed
