@@ -9,12 +9,15 @@ stays off the step's path; the new head comes back in its output once both are d
 is not in that segment: the next step sends it with its own new messages (a few hundred bytes of
 history a step). Each segment holds only what a step added, so S3 bytes per step stay flat too,
 and a retried write of the same segment is the same object (idempotent).
+
+With ``AGENT_PAYLOAD_KEYS`` set, each segment is stored encrypted as the payloads in history are
+(core/codec.py: the object is a serialised encrypted ``Payload``), and named by a keyed digest of
+its JSON; segments stored before keys were set (plain JSON) are still read.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -24,6 +27,8 @@ from obstore.exceptions import BaseError as ObjectStoreError
 from obstore.exceptions import NotFoundError
 from pydantic import BaseModel
 
+from core.codec import EncryptionCodec, MissingPayloadKeyError, PayloadDecryptionError
+from core.converter import payload_codec
 from core.messages import ChatMessage
 from core.s3 import object_store, payloads_bucket
 from core.settings import env_name, get_settings
@@ -37,6 +42,7 @@ DISABLE_ENV = env_name("conversation_store")
 #: (the model activity's wire cache keeps as many).
 FLAT_CACHE_SIZE = 256
 _JSON = {"Content-Type": "application/json"}
+_ENCRYPTED = {"Content-Type": "application/octet-stream"}
 
 
 class ConversationStoreError(RuntimeError):
@@ -65,10 +71,17 @@ class ConversationStore:
     :param store: An ``obstore`` store of that bucket; by default the process's cached one
         (:func:`core.s3.object_store`, at boto3's endpoint, region and credentials).
     :param cache_bytes: Upper bound on cached segment JSON; older entries are evicted first.
+    :param codec: Encrypts segments as they are written and decrypts them as they are read
+        (:func:`core.converter.payload_codec`, from ``AGENT_PAYLOAD_KEYS``); None stores plain JSON.
     """
 
     def __init__(
-        self, bucket: str, prefix: str = DEFAULT_PREFIX, store: Any | None = None, cache_bytes: int = 256 << 20
+        self,
+        bucket: str,
+        prefix: str = DEFAULT_PREFIX,
+        store: Any | None = None,
+        cache_bytes: int = 256 << 20,
+        codec: EncryptionCodec | None = None,
     ) -> None:
         if not bucket:
             raise ValueError("ConversationStore needs a bucket name.")
@@ -80,6 +93,7 @@ class ConversationStore:
         self._cache_bytes = cache_bytes
         self._cached = 0
         self._lock = threading.Lock()
+        self._codec = codec if codec is not None else EncryptionCodec({})
 
     @classmethod
     def from_env(cls) -> ConversationStore | None:
@@ -88,7 +102,7 @@ class ConversationStore:
         if get_settings().conversation_store == "off":
             return None
         bucket = payloads_bucket()
-        return cls(bucket) if bucket else None
+        return cls(bucket, codec=payload_codec()) if bucket else None
 
     async def _object_store(self) -> Any:
         if self._store is None:  # first use: boto3 resolves the configuration (maybe a HEAD), off the loop
@@ -108,12 +122,14 @@ class ConversationStore:
         """
         segment = ConversationSegment(parent=parent, messages=messages)
         data = segment.model_dump_json().encode()
-        digest = hashlib.sha256(data).hexdigest()
+        digest = self._codec.object_name(data)
         with self._lock:
             if digest in self._cache:
                 return digest
+        body = self._codec.seal_bytes(data)
+        attributes = _JSON if body is data else _ENCRYPTED
         try:
-            await obstore.put_async(await self._object_store(), self._key(digest), data, attributes=_JSON)
+            await obstore.put_async(await self._object_store(), self._key(digest), body, attributes=attributes)
         except (OSError, ObjectStoreError) as exc:  # obstore raises FileNotFoundError for a missing bucket
             raise ConversationStoreError(f"Could not write {self._url(digest)}: {_first_line(exc)}") from exc
         self._remember(digest, segment, len(data))
@@ -178,7 +194,10 @@ class ConversationStore:
             raise LookupError(f"Conversation segment {self._url(digest)} is missing.") from exc
         except (OSError, ObjectStoreError) as exc:
             raise ConversationStoreError(f"Could not read {self._url(digest)}: {_first_line(exc)}") from exc
-        segment = ConversationSegment.model_validate_json(body)
+        try:
+            segment = ConversationSegment.model_validate_json(self._codec.open_bytes(body))
+        except (MissingPayloadKeyError, PayloadDecryptionError) as exc:
+            raise type(exc)(f"{self._url(digest)}: {exc}") from None
         self._remember(digest, segment, len(body))
         return segment
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from agent import run_commands
+from agent import codec_server, run_commands
 from agent.approvals import commands as approval_commands
 from agent.client import connect
 from agent.config_command import add_config_command
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_dev_command(sub)
     add_config_command(sub)
+    codec_server.add_commands(sub)
 
     demo = sub.add_parser(
         "demo",

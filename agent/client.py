@@ -27,6 +27,7 @@ from agent.operations.rewind import Rewound, rewind
 from agent.run_history import last_failures
 from agent.run_problems import failing_workflow_task
 from core.checks import check_search_attributes
+from core.converter import readable_failure
 from core.events import RunEvent
 from core.messages import ChatMessage
 from core.payloads import (
@@ -95,11 +96,12 @@ class AgentRunHandle:
         health = RunHealth(status=description.status.name if description.status else "UNKNOWN")
         if raw.HasField("pending_workflow_task"):
             health.workflow_task_attempts = raw.pending_workflow_task.attempt
+        converter = self.client.data_converter
         health.retrying_activities = [
             ActivityRetry(
                 activity_type=activity.activity_type.name,
                 attempt=activity.attempt,
-                last_error=activity.last_failure.message or None,
+                last_error=(await readable_failure(activity.last_failure, converter)).message or None,
             )
             for activity in raw.pending_activities
             if activity.attempt > 1
@@ -111,7 +113,7 @@ class AgentRunHandle:
         ]
         ended_badly = health.status in ("FAILED", "TERMINATED", "TIMED_OUT", "CANCELED")
         if health.workflow_task_attempts > 1 or ended_badly:
-            found = await last_failures(self.workflow, ended_badly)
+            found = await last_failures(self.workflow, ended_badly, converter)
             health.workflow_task_error, health.failure = found.workflow_task_error, found.run_failure
             if health.workflow_task_attempts > 1 and health.status == "RUNNING":
                 health.failing_workflow_task = failing_workflow_task(

@@ -24,6 +24,7 @@ from temporalio.converter import DataConverter
 
 from activities.model import ModelCallInput, ModelCallOutput
 from activities.tool_invocation import ToolInvocationInput, ToolInvocationOutput
+from core.converter import readable_failure
 from core.payloads import AgentRunInput, MessageReceipt, UserMessage
 from core.wire import (
     CHAT_COMPLETION_ACTIVITY,
@@ -220,7 +221,7 @@ class HistoryDecoder:
             return None
         if event.HasField("activity_task_failed_event_attributes"):
             attrs = event.activity_task_failed_event_attributes
-            message = describe_failure(attrs.failure)
+            message = describe_failure(await readable_failure(attrs.failure, self.converter))
             if attrs.scheduled_event_id in self._tools:
                 return HistoryItem(
                     "tool_failed", at, tool_call=self._tools.pop(attrs.scheduled_event_id), message=message
@@ -268,7 +269,8 @@ class HistoryDecoder:
             return HistoryItem("run_rewound", at, message=attrs.failure.message, base_run_id=attrs.base_run_id)
         for field, ending in _ENDINGS.items():
             if event.HasField(field):
-                return HistoryItem("run_ended", at, ending=ending, message=_ending_message(event, field))
+                message = await _ending_message(event, field, self.converter)
+                return HistoryItem("run_ended", at, ending=ending, message=message)
         return None
 
     async def _confirmation_timer(self, event: HistoryEvent, at: datetime | None) -> HistoryItem | None:
@@ -331,9 +333,9 @@ def copied_before_reset(events: list[HistoryEvent]) -> int:
     return max((index for index, event in enumerate(events) if is_reset_event(event)), default=0)
 
 
-def _ending_message(event: HistoryEvent, field: str) -> str:
+async def _ending_message(event: HistoryEvent, field: str, converter: DataConverter | None) -> str:
     if field == "workflow_execution_failed_event_attributes":
-        return describe_failure(event.workflow_execution_failed_event_attributes.failure)
+        return describe_failure(await _readable(event.workflow_execution_failed_event_attributes.failure, converter))
     if field == "workflow_execution_terminated_event_attributes":
         return event.workflow_execution_terminated_event_attributes.reason
     if field == "workflow_execution_timed_out_event_attributes":
@@ -379,10 +381,18 @@ def _failure_kinds(attrs: Any) -> tuple[str, ...]:
         failure = failure.cause
 
 
-async def last_failures(handle: WorkflowHandle, run_ended_badly: bool) -> LastFailures:
+async def _readable(failure: Failure, converter: DataConverter | None) -> Failure:
+    return failure if converter is None else await readable_failure(failure, converter)
+
+
+async def last_failures(
+    handle: WorkflowHandle, run_ended_badly: bool, converter: DataConverter | None = None
+) -> LastFailures:
     """The last workflow-task failure, and why the run ended when it did not complete (its failure
-    chain, the termination reason, a timeout or a cancellation). Reads only failure fields: no
-    payload is decoded.
+    chain, the termination reason, a timeout or a cancellation). Reads only failure fields.
+
+    :param converter: Decodes the messages that encrypted payloads (``AGENT_PAYLOAD_KEYS``) move
+        into a failure's encoded attributes; None reads the messages as stored.
 
     :raises temporalio.service.RPCError: NOT_FOUND when there is no such run.
     """
@@ -390,10 +400,10 @@ async def last_failures(handle: WorkflowHandle, run_ended_badly: bool) -> LastFa
     async for event in handle.fetch_history_events():
         if event.HasField("workflow_task_failed_event_attributes") and not is_reset_event(event):
             attrs = event.workflow_task_failed_event_attributes
-            found.workflow_task_error = describe_failure(attrs.failure)
+            found.workflow_task_error = describe_failure(await _readable(attrs.failure, converter))
             found.workflow_task_error_kinds = _failure_kinds(attrs)
         elif run_ended_badly:
             for field, ending in _ENDINGS.items():
                 if event.HasField(field) and ending not in ("completed", "continued as new"):
-                    found.run_failure = _ending_message(event, field) or "no reason given"
+                    found.run_failure = await _ending_message(event, field, converter) or "no reason given"
     return found

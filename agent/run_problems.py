@@ -55,11 +55,16 @@ def failing_workflow_task(
     :param kinds: The failure's cause and application failure types.
     """
     text = error or "no failure message in the history"
+    kinds = tuple(kinds)
+    if "MissingPayloadKeyError" in kinds:  # core/codec.py: the code is fine, a key is missing
+        fix = f"give the workers of task queue {task_queue} the key the error names (AGENT_PAYLOAD_KEYS)"
+    else:
+        fix = f"deploy fixed code to the workers of task queue {task_queue}"
     return FailingWorkflowTask(
         attempt=attempt,
         error=text,
         task_queue=task_queue,
-        fix=f"deploy fixed code to the workers of task queue {task_queue}; the run then resumes by itself",
+        fix=f"{fix}; the run then resumes by itself",
         hint=workflow_code_hint(text, kinds),
     )
 

@@ -12,6 +12,12 @@ without the bucket cannot read the references a client stored):
   (default 262144, 256 KiB; 0 stores every payload).
 - boto3's own variables (``AWS_ENDPOINT_URL_S3``, credentials, region) configure the client.
 
+With ``AGENT_PAYLOAD_KEYS`` set, every payload is encrypted (core/codec.py) before it leaves the
+process: the codec runs before external storage, so the objects in S3 are ciphertext too, and
+failure messages and stack traces move into the failure's encoded attributes, encrypted as well.
+What stays plain: search attributes, the external-storage references (bucket, key, size) and
+Temporal's own fields (ids, types, timestamps).
+
 Objects are written under ``v0/...`` keys by ``S3StorageDriver`` (content-addressed per
 workflow or activity); expire them with a lifecycle rule on that prefix no shorter than the
 longest run plus its retention period.
@@ -25,10 +31,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from botocore.exceptions import ClientError
+from temporalio.api.failure.v1 import Failure
 from temporalio.contrib.aws.s3driver import S3StorageDriver, S3StorageDriverClient
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter, ExternalStorage
+from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes, ExternalStorage
 
+from core.codec import EncryptionCodec, parse_payload_keys
 from core.s3 import payloads_bucket, s3_client
 from core.settings import DEFAULT_PAYLOAD_THRESHOLD_BYTES as DEFAULT_PAYLOAD_THRESHOLD_BYTES
 from core.settings import get_settings
@@ -84,14 +92,55 @@ def payload_threshold_bytes() -> int:
     return get_settings().payload_threshold_bytes
 
 
+def payload_codec() -> EncryptionCodec:
+    """The codec of ``AGENT_PAYLOAD_KEYS`` (with none set, one that encrypts nothing and refuses
+    encrypted payloads naming their key id).
+
+    :raises core.settings.SettingsError: (a ValueError) If ``AGENT_PAYLOAD_KEYS`` is malformed.
+    """
+    keys = get_settings().payload_keys
+    return EncryptionCodec(parse_payload_keys(keys.get_secret_value()) if keys is not None else {})
+
+
 def agent_data_converter() -> DataConverter:
     """The data converter every client and worker of this project uses (see the module docstring).
 
-    :raises core.settings.SettingsError: (a ValueError) If ``TEMPORAL_PAYLOAD_THRESHOLD_BYTES`` is malformed.
+    :raises core.settings.SettingsError: (a ValueError) If ``TEMPORAL_PAYLOAD_THRESHOLD_BYTES`` or
+        ``AGENT_PAYLOAD_KEYS`` is malformed.
     """
+    codec = payload_codec()
+    changes: dict[str, Any] = {"payload_codec": codec}
+    if codec.encrypting_key_id is not None:
+        changes["failure_converter_class"] = DefaultFailureConverterWithEncodedAttributes
     bucket = payloads_bucket()
-    if bucket is None:
-        return pydantic_data_converter
-    driver = S3StorageDriver(client=Boto3StorageDriverClient(), bucket=bucket)
-    storage = ExternalStorage(drivers=[driver], payload_size_threshold=payload_threshold_bytes())
-    return dataclasses.replace(pydantic_data_converter, external_storage=storage)
+    if bucket is not None:
+        driver = S3StorageDriver(client=Boto3StorageDriverClient(), bucket=bucket)
+        changes["external_storage"] = ExternalStorage(
+            drivers=[driver], payload_size_threshold=payload_threshold_bytes()
+        )
+    return dataclasses.replace(pydantic_data_converter, **changes)
+
+
+async def readable_failure(failure: Failure, converter: DataConverter) -> Failure:
+    """A copy of ``failure`` with the messages and stack traces its encoded attributes hold (the
+    failure converter moves them there when payloads are encrypted) put back, at every level of
+    its cause chain. A level this process cannot decode keeps its placeholder, followed by why.
+
+    :param converter: The data converter (with the codec) of the process reading it.
+    """
+    readable = Failure()
+    readable.CopyFrom(failure)
+    level = readable
+    while True:
+        if level.HasField("encoded_attributes"):
+            try:
+                [attributes] = await converter.decode([level.encoded_attributes])
+            except Exception as exc:  # a key this process lacks: say so instead of "Encoded failure"
+                level.message = f"{level.message} ({exc})"
+            else:
+                if isinstance(attributes, dict):
+                    level.message = str(attributes.get("message", level.message))
+                    level.stack_trace = str(attributes.get("stack_trace", level.stack_trace))
+        if not level.HasField("cause"):
+            return readable
+        level = level.cause

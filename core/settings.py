@@ -29,6 +29,8 @@ from pydantic import field_validator as _field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from temporalio import workflow
 
+from core.codec import parse_payload_keys
+
 DEFAULT_TASK_QUEUE = "agent"
 #: A run's workflow task timeout. A worker killed in the middle of a workflow task holds the run
 #: this long before another worker takes the task over (Temporal's default is 10 s). It must stay
@@ -270,6 +272,22 @@ class Settings(BaseSettings):
     demo_tool_seconds: NonNegativeFloat = _setting(
         "DEMO_TOOL_SECONDS", 1.5, "How long each demo tool call takes.", "a number of seconds >= 0"
     )
+
+    # Encryption at rest (core/codec.py)
+    payload_keys: SecretStr | None = _setting(
+        "AGENT_PAYLOAD_KEYS",
+        None,
+        "AES-256-GCM keys of every payload and stored conversation: the first encrypts, all decrypt "
+        "(secret; unset: nothing is encrypted).",
+        "KEY_ID:BASE64 entries of 32-byte keys, comma-separated",
+    )
+
+    @_field_validator("payload_keys")
+    @classmethod
+    def _payload_keys(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parse_payload_keys(value.get_secret_value())
+        return value
 
     @_field_validator("*", mode="before")
     @classmethod

@@ -15,7 +15,10 @@ import sys
 from pathlib import Path
 
 from agent.client import connect
+from agent.codec_server import DEFAULT_PORT as CODEC_PORT
+from agent.codec_server import start_codec_server
 from agent.command_line import add_command
+from agent.dev.encryption import KEY_FILE, KEYS_ENV, codec_endpoint, dev_payload_keys, ui_origins
 from agent.dev.lock import AlreadyRunningError, DataDirLock
 from agent.dev.ports import ensure_port_free, read_port_file, write_port_file
 from agent.dev.processes import DevServerError
@@ -24,6 +27,7 @@ from agent.dev.scripted_model import LABEL, ScriptedModelServer
 from agent.dev.stack import DEFAULT_S3_PORT, DevStack
 from agent.inbox.command import describe_identity, dev_identity, start_inbox
 from agent.inbox.identity import IdentityConfig
+from core.converter import payload_codec
 from core.settings import get_settings
 from runtime.telemetry import PROMETHEUS_ENV, prometheus_bind_address
 
@@ -85,6 +89,10 @@ async def _serve(args: argparse.Namespace, data_dir: Path) -> int:
     )
     if args.inbox_port > 0:  # fail before anything starts, as for the stack's own ports
         ensure_port_free(args.inbox_port, "the web inbox", hint="Choose --inbox-port N (0: a free one, -1: no inbox).")
+    keys, generated_key = dev_payload_keys(data_dir) if args.encrypt else (None, False)
+    if keys is not None:  # the parent (its clients, the inbox) and the worker encrypt alike
+        os.environ[KEYS_ENV] = keys
+        stack.temporal.ui_codec_endpoint = codec_endpoint(args.codec_port)
     real_model = get_settings().openai_api_key is not None
     scripted = None if real_model else _scripted_model(data_dir, args.model_port)
     # The worker serves the SDK metrics: the parent's own client must not bind the same address.
@@ -95,6 +103,8 @@ async def _serve(args: argparse.Namespace, data_dir: Path) -> int:
         with stack:
             model_env = {"OPENAI_BASE_URL": scripted.base_url, "OPENAI_API_KEY": SCRIPTED_API_KEY} if scripted else {}
             shell_env = {**model_env, "AGENT_TASK_QUEUE": args.task_queue}
+            if generated_key:  # the development key of DATA_DIR/payload-keys; never the user's own
+                shell_env[KEYS_ENV] = keys
             if real_model and get_settings().openai_base_url:
                 shell_env["OPENAI_BASE_URL"] = get_settings().openai_base_url
             worker_env.update({**stack.env, **shell_env})
@@ -140,6 +150,11 @@ async def _until_stopped(
         identity = IdentityConfig(insecure_dev_identity=args.inbox_identity)
         inbox = await start_inbox(client, identity, "127.0.0.1", args.inbox_port)
         print(f"Inbox:           {inbox.url}  ({describe_identity(identity)})", flush=True)
+    codec = None
+    if args.encrypt:
+        origins = ui_origins(stack.temporal.ui_port) if stack.temporal.ui_port else []
+        codec = await start_codec_server(payload_codec(), args.codec_port, origins)
+        print(f"Codec server:    {codec.url}  (payloads encrypted; the Temporal UI decodes through it)", flush=True)
     if metrics is not None:
         print(f"Metrics:         http://{metrics}/metrics  (AGENT_PROMETHEUS_BIND)", flush=True)
     watcher = None
@@ -157,6 +172,8 @@ async def _until_stopped(
             await watcher
     if inbox is not None:
         await inbox.stop()
+    if codec is not None:
+        await codec.stop()
     print("stopping the worker, the Temporal server and S3 ...", flush=True)
     return 0
 
@@ -218,5 +235,17 @@ def add_dev_command(subparsers: argparse._SubParsersAction) -> None:
         default=dev_identity(),
         help="the name the dev inbox decides as (--insecure-dev-identity; default: the CLI's default approver, "
         f"$AGENT_APPROVER else your OS user name: {dev_identity()!r})",
+    )
+    dev.add_argument(
+        "--encrypt",
+        action="store_true",
+        help=f"encrypt every payload with AGENT_PAYLOAD_KEYS (unset: a development key kept in DATA_DIR/{KEY_FILE}) "
+        "and serve a codec server the Temporal UI decodes through",
+    )
+    dev.add_argument(
+        "--codec-port",
+        type=int,
+        default=CODEC_PORT,
+        help=f"port of the codec server with --encrypt, on 127.0.0.1 (default {CODEC_PORT})",
     )
     dev.set_defaults(handler=cmd_dev, needs_client=False)

@@ -43,6 +43,7 @@ class TemporalDevServer(ProcessBackedServer):
     :param executable: Path of the ``temporal`` binary; found next to ``sys.executable`` or on PATH when ``None``.
     :param dynamic_config: Server dynamic-config values, key -> value (``--dynamic-config-value KEY=VALUE``,
         the value as JSON), e.g. ``{"limit.historyCount.suggestContinueAsNew": 1000}``; ``None`` = the server's defaults.
+    :param ui_codec_endpoint: Codec server URL the Web UI decodes payloads through (``agent dev --encrypt``).
     :raises ValueError: For a bad search-attribute name or type.
     """
 
@@ -59,6 +60,7 @@ class TemporalDevServer(ProcessBackedServer):
         startup_timeout: float = 60.0,
         executable: str | None = None,
         dynamic_config: dict[str, object] | None = None,
+        ui_codec_endpoint: str | None = None,
     ) -> None:
         attrs = dict(DEFAULT_SEARCH_ATTRIBUTES if search_attributes is None else search_attributes)
         for name, kind in attrs.items():
@@ -77,6 +79,8 @@ class TemporalDevServer(ProcessBackedServer):
         self.startup_timeout = startup_timeout
         self._executable = executable
         self.dynamic_config = dict(dynamic_config or {})
+        #: Codec server URL the UI decodes payloads through (``--ui-codec-endpoint``); None: none.
+        self.ui_codec_endpoint = ui_codec_endpoint
         self._process = ChildProcess("temporal-dev-server", log_file)
         #: Seconds the last :meth:`start` took from launch to a ready server.
         self.startup_seconds: float | None = None
@@ -97,6 +101,8 @@ class TemporalDevServer(ProcessBackedServer):
         cmd = [exe, "server", "start-dev", "--ip", LOOPBACK, "--port", str(self.port), "--log-level", "warn"]
         if self.with_ui:
             cmd += ["--ui-port", str(self.ui_port), "--ui-disable-news-fetch"]
+            if self.ui_codec_endpoint:
+                cmd += ["--ui-codec-endpoint", self.ui_codec_endpoint]
         else:
             cmd += ["--headless"]
         if self.db_file is not None:

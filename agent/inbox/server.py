@@ -33,10 +33,12 @@ class InboxServer:
     :param app: The app from :func:`agent.inbox.create_app`.
     :param host: Address to bind (127.0.0.1 by default: reach it from elsewhere through a proxy).
     :param port: Port; 0 picks a free one (read :attr:`url` after :meth:`start`).
+    :param name: What it serves, for errors and the task's name (the codec server reuses it).
     """
 
-    def __init__(self, app: Starlette, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
+    def __init__(self, app: Starlette, host: str = "127.0.0.1", port: int = DEFAULT_PORT, name: str = "inbox") -> None:
         self.app = app
+        self.name = name
         self.host = host
         self.port = port
         self._server: _EmbeddedServer | None = None
@@ -61,12 +63,12 @@ class InboxServer:
         except OSError as exc:
             sock.close()
             raise InboxBindError(
-                f"The inbox cannot listen on {self.host}:{self.port}: {exc.strerror or exc}. Choose another --port."
+                f"The {self.name} cannot listen on {self.host}:{self.port}: {exc.strerror or exc}. Choose another --port."
             ) from exc
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
         self._server = _EmbeddedServer(config)
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="agent-inbox")
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name=f"agent-{self.name}")
         while not self._server.started:
             if self._task.done():
                 self._task.result()  # raises what stopped it

@@ -9,6 +9,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.tool_invocation import ToolInvocationOutput
 from agent.dev.stack import MotoS3Server
+from core.codec import EncryptionCodec
 from core.converter import DEFAULT_PAYLOAD_THRESHOLD_BYTES, agent_data_converter
 from core.messages import ChatMessage, ToolCall
 from tests.hooks.tool_result_offloading.test_stores import moto_s3, s3_env  # noqa: F401 - fixtures
@@ -28,10 +29,18 @@ def objects(server: MotoS3Server, bucket: str) -> dict[str, int]:
     return {o["Key"]: o["Size"] for o in listing.get("Contents", [])}
 
 
-def test_without_a_bucket_it_is_the_pydantic_converter(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_bucket_or_keys_it_is_the_pydantic_converter_with_the_keyless_codec(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("TEMPORAL_PAYLOADS_BUCKET", raising=False)
     monkeypatch.delenv("TOOL_RESULTS_BUCKET", raising=False)
-    assert agent_data_converter() is pydantic_data_converter
+    monkeypatch.delenv("AGENT_PAYLOAD_KEYS", raising=False)
+    converter = agent_data_converter()
+    assert converter.external_storage is None
+    assert converter.payload_converter_class is pydantic_data_converter.payload_converter_class
+    assert converter.failure_converter_class is pydantic_data_converter.failure_converter_class
+    # encrypts nothing; only refuses encrypted payloads naming their key (tests/core/test_codec.py)
+    assert isinstance(converter.payload_codec, EncryptionCodec) and converter.payload_codec.encrypting_key_id is None
 
 
 def test_tool_results_bucket_is_the_fallback(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -187,6 +187,7 @@ ALLOWED_ENVIRON_USES = {
         "worker_env = dict(os.environ)",  # agent dev's worker child inherits the environment
         "os.environ.pop(PROMETHEUS_ENV, None)",  # the worker child binds the metrics port, not the parent
         "os.environ[PROMETHEUS_ENV] = worker_env[PROMETHEUS_ENV]",  # put it back when agent dev stops
+        "os.environ[KEYS_ENV] = keys",  # --encrypt: the parent's clients and the worker use the same keys
     ],
     "agent/dev/demo.py": ["**os.environ,"],  # the demo worker's environment
     "agent/dev/processes.py": ["{**os.environ,"],  # a child process's environment
