@@ -197,7 +197,8 @@ class RunFeed:
     def _trim(self) -> None:
         if not self.subscribers:
             return
-        slowest = min(s.offset for s in self.subscribers)
+        # a subscriber told of a rewind goes back to its offset: keep the events from there
+        slowest = min(min([s.offset, *(m.offset + 1 for m in s.rewinds)]) for s in self.subscribers)
         cut = bisect.bisect_left(self.log, slowest, key=lambda e: e.offset)
         if cut:
             del self.log[:cut]
