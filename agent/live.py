@@ -398,3 +398,10 @@ async def run_events(
             yield event
     finally:
         feed.leave(sub)
+
+
+def local_watchers(client: Client, run_id: str) -> int:
+    """How many subscribers in this process read ``run_id``'s feed through ``client`` now (they
+    share its one subscription); 0 when none does."""
+    feed = _FEEDS.get((id(asyncio.get_running_loop()), id(client), run_id))
+    return len(feed.subscribers) if feed is not None else 0

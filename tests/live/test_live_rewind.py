@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 
 from agent import RunEvent
-from agent.live import feed_of
+from agent.live import local_watchers
 from tests.support.hitl_helpers import wait_pending
 from tests.support.live import REWIND_REASON, REWOUND_ANSWER, parked_for_rewind
+from tests.support.polling import eventually
 
 
 async def test_a_watcher_attached_before_a_rewind_follows_the_new_run(client, worker, scripted, model, run_id):
@@ -22,8 +23,8 @@ async def test_a_watcher_attached_before_a_rewind_follows_the_new_run(client, wo
 
     watchers = [asyncio.create_task(watch(into)) for into in seen]
     await wait_pending(handle, 1)
-    await asyncio.wait_for(_until(lambda: all(any(e.kind == "approval_requested" for e in s) for s in seen)), 30)
-    assert len(feed_of(client, run_id).subscribers) == 2  # both read the process's one feed
+    await eventually(lambda: all(any(e.kind == "approval_requested" for e in s) for s in seen))
+    assert local_watchers(client, run_id) == 2  # both read the process's one feed
     done = await handle.rewind(0, REWIND_REASON)
     await asyncio.wait_for(asyncio.gather(*watchers), 60)  # each ends at the new run's run_ended
 
@@ -46,8 +47,3 @@ async def test_a_watcher_attached_before_a_rewind_follows_the_new_run(client, wo
         assert [e for e in before if e.offset < marker.data["from_offset"]] == [
             e for e in fresh if e.offset < marker.data["from_offset"]
         ]
-
-
-async def _until(condition) -> None:
-    while not condition():
-        await asyncio.sleep(0.05)
