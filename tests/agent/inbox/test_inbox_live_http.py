@@ -11,10 +11,10 @@ from agent import Agent, ChatMessage
 from agent.inbox import IdentityConfig, create_app
 from agent.live import local_watchers
 from tests import tools as t
-from tests.agent.inbox.support import BROWSER_TASK_QUEUE, IDENTITY_HEADER
+from tests.agent.inbox.support import BROWSER_TASK_QUEUE, IDENTITY_HEADER, fetch_logs
 from tests.agent.inbox.test_inbox_http import http
 from tests.support.hitl_helpers import call, calls, wait_pending
-from tests.support.live import REWIND_REASON, REWOUND_ANSWER, parked_for_rewind
+from tests.support.live import ANSWER, REWIND_REASON, REWOUND_ANSWER, parked_for_rewind, slowly
 from tests.support.polling import eventually
 
 
@@ -91,3 +91,22 @@ async def test_a_stream_opened_before_a_rewind_goes_on_with_the_new_run(
     assert [e["offset"] for e in after][0] == marker["data"]["from_offset"]
     assert after[-1]["kind"] == "run_ended"
     assert [e["data"]["text"] for e in after if e["kind"] == "model_reply"] == [REWOUND_ANSWER]
+
+
+async def test_fifty_streams_of_one_run_all_reach_its_end(client, scripted, model, run_id, browser_worker):
+    scripted.script(model, [calls(call("fetch_logs", id="l1", service="checkout", lines=3)), slowly(ANSWER, pace=0.02)])
+    app = create_app(client, identity=IdentityConfig(header=IDENTITY_HEADER))
+    async with http(app, headers={IDENTITY_HEADER: "alice"}) as browser:
+        handle = await Agent(model=model, tools=[fetch_logs], stream_tokens=True).start(
+            client, [ChatMessage.from_user("logs?")], run_id=run_id, task_queue=BROWSER_TASK_QUEUE
+        )
+        streams = [asyncio.create_task(browser.get(f"/runs/{run_id}/events")) for _ in range(50)]
+        await eventually(lambda: local_watchers(client, run_id) == 50)  # one feed, read by all 50
+        bodies = [response.text for response in await asyncio.wait_for(asyncio.gather(*streams), 60)]
+    fresh = [event.model_dump() async for event in handle.events()]
+
+    for body in bodies:
+        *events, end = messages(body)
+        assert end["event"] == "end", body[-300:]
+        assert [json.loads(m["data"]) for m in events] == fresh  # every event, none missed, none twice
+    assert fresh[-1]["kind"] == "run_ended" and any(e["kind"] == "token" for e in fresh)
