@@ -97,7 +97,8 @@ def is_transient(err: BaseException) -> bool:
     if isinstance(err, WorkflowQueryRejectedError):
         return False
     if isinstance(err, WorkflowQueryFailedError):
-        return "unknown querytype" not in str(err).lower()
+        text = str(err).lower()  # the Python SDK's words for a missing handler, and the server's
+        return "expected but not found" not in text and "unknown querytype" not in text
     return isinstance(err, TimeoutError | OSError)
 
 

@@ -8,14 +8,23 @@ same figures at 0, 1, 10 and 50 watchers."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import pytest
+from temporalio.client import WorkflowQueryFailedError
+from temporalio.service import RPCError, RPCStatusCode
 
+from agent import RunEvent, live
 from agent.client import connect
 from bench.watchers import watched_run
 from bench.workloads import BENCH_TOOLS
+from tests import tools as t
+from tests.support.hitl_helpers import wait_pending
+from tests.support.live import parked_for_rewind
+from tests.support.polling import eventually
 from worker import create_worker
 
 WATCHERS = 50
@@ -60,3 +69,44 @@ async def test_fifty_watchers_of_a_cached_run_all_get_every_event(queues, client
     assert watched.complete == WATCHERS, [len(events) for events in received]
     assert watched.task_max_ms <= 3 * unwatched.task_max_ms + 2000, (watched, unwatched)
     assert watched.queries <= watched.processes * watched.history_length, watched
+
+
+async def test_a_watcher_waits_out_a_missing_worker_and_goes_on(client, scripted, model, run_id, monkeypatch):
+    monkeypatch.setattr(live, "RPC_TIMEOUT", timedelta(seconds=1))  # a Query no worker takes fails fast
+    queue = f"watchers-away-{uuid.uuid4().hex[:6]}"
+    async with create_worker(client, tools=[t.add], task_queue=queue):
+        handle = await parked_for_rewind(client, queue, scripted, model, run_id)
+        [pending] = await wait_pending(handle, 1)
+    # no worker now: the watcher's Queries time out, and it keeps trying from its offset
+    seen: list[RunEvent] = []
+
+    async def watch() -> None:
+        async for event in handle.events():
+            seen.append(event)
+
+    watcher = asyncio.create_task(watch())
+    feed = await eventually(lambda: live.local_watchers(client, run_id) and live.feed_of(client, run_id))
+    await eventually(lambda: feed.transient_errors >= 2, message="the watcher's reads never failed")
+    assert not watcher.done() and seen == []
+    async with create_worker(client, tools=[t.add], task_queue=queue):  # the worker is back
+        await eventually(lambda: any(e.kind == "approval_requested" for e in seen))
+        await handle.confirm(pending.tool_call_id, approver="ann")
+        await asyncio.wait_for(watcher, 60)
+        assert seen == [event async for event in handle.events()] and seen[-1].kind == "run_ended"
+
+
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [
+        (RPCError("Timeout expired", RPCStatusCode.DEADLINE_EXCEEDED, b""), True),
+        (RPCError("consistent query buffer is full", RPCStatusCode.RESOURCE_EXHAUSTED, b""), True),
+        (RPCError("connection refused", RPCStatusCode.UNAVAILABLE, b""), True),
+        (ConnectionResetError("reset by peer"), True),
+        (WorkflowQueryFailedError("Nondeterminism error: the replay failed"), True),
+        (RPCError("workflow not found", RPCStatusCode.NOT_FOUND, b""), False),
+        (WorkflowQueryFailedError("Query handler for 'x' expected but not found, known queries: [a]"), False),
+        (ValueError("a bug"), False),
+    ],
+)
+def test_which_failed_reads_are_retried(error, transient):
+    assert live.is_transient(error) is transient
