@@ -286,6 +286,10 @@ function startCallWatch() {
     source.close();
     poll();
   });
+  // an error response closes the source for good: ask the call's state instead
+  source.onerror = () => {
+    if (source.readyState === EventSource.CLOSED) poll();
+  };
 }
 
 document.addEventListener("DOMContentLoaded", () => {
