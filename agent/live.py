@@ -38,6 +38,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import bisect
+import contextlib
+import random
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -140,6 +142,7 @@ class RunFeed:
         self._changed = asyncio.Event()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._key = (id(asyncio.get_running_loop()), id(client), run_id)
 
     # -- subscribers -------------------------------------------------------------------------------
 
@@ -161,7 +164,8 @@ class RunFeed:
             if _FEEDS.get(self._key) is self:
                 del _FEEDS[self._key]
             if self._task is not None and not self._task.done():
-                self._task.cancel()
+                with contextlib.suppress(RuntimeError):  # a watcher closed after its loop
+                    self._task.cancel()
         self._trim()
 
     async def read(self, sub: Subscription) -> AsyncIterator[RunEvent]:
@@ -210,10 +214,6 @@ class RunFeed:
 
     # -- the poller --------------------------------------------------------------------------------
 
-    @property
-    def _key(self) -> tuple[int, int, str]:
-        return (id(asyncio.get_running_loop()), id(self.client), self.run_id)
-
     async def _run(self) -> None:
         pause, errors = MIN_POLL, 0
         try:
@@ -230,7 +230,8 @@ class RunFeed:
                         return
                     errors += 1
                     self.transient_errors += 1
-                    pause = min(MIN_POLL * 2**errors, MAX_ERROR_BACKOFF)
+                    # jittered, so that processes failing together do not retry together
+                    pause = min(MIN_POLL * 2**errors, MAX_ERROR_BACKOFF) * random.uniform(0.75, 1.25)
                 self._notify()
                 if self.ended:
                     return
@@ -313,7 +314,7 @@ class RunFeed:
         (the stream goes back to the rewound step), or a new run after this one closed."""
         previous = await self._pinned().describe(rpc_timeout=RPC_TIMEOUT)
         reset_to = previous.raw_description.workflow_extended_info.reset_run_id
-        if previous.status == WorkflowExecutionStatus.TERMINATED and reset_to:
+        if reset_to:  # a running run is terminated by its reset, a closed one keeps its status
             await self._rewound(previous, reset_to)
             return
         await self._read(self._pinned(), self.head or 0)  # what the old run published last
@@ -353,7 +354,9 @@ class RunFeed:
                 "previous_temporal_run_id": previous.run_id,
             },
         )
-        self.log = [e for e in self.log if e.offset < cut] + [e for e in new_events if e.offset >= cut]
+        # what the feed had not read of the old run before the cut is the new run's copy
+        seam = min(cut, self.head or 0)
+        self.log = [e for e in self.log if e.offset < seam] + [e for e in new_events if e.offset >= seam]
         self.head = max(cut, new_events[-1].offset + 1 if new_events else cut)
         self._temporal_run, self._history_length = new_run, -1
         for sub in self.subscribers:
