@@ -11,10 +11,10 @@ Every ~0.5 s the watcher also reads ``describe()`` (``AgentRunHandle.health()``,
 server) and, while the run is open and its history grew since the last look, the ``run_status``
 query (step and phase; 5 s deadline) and, when the run waits for a person, the pending calls with
 the command that approves each: a run that is idle is asked nothing. A rewind (``agent rewind``)
-prints a ``run rewound`` line, and the events that follow are the new run's. Problems are printed once each: no
-worker polling the run's task queue, a workflow task that keeps failing (its attempt, error, the
-fix and, for non-determinism, a hint; the watcher goes on, since fixed code lets the run resume),
-a model call being retried. At the end it prints the exit reason (or the failure) and returns the
+prints a ``run rewound`` line, and the events that follow are the new run's. Problems are printed
+once each: no worker polling the run's task queue, a workflow task that keeps failing (its
+attempt, error, the fix and, for non-determinism, a hint; the watcher goes on, since fixed code
+lets the run resume), a model call being retried. At the end it prints the exit reason (or the failure) and returns the
 exit code: 0 when the run completed, 1 otherwise. ``agent run --wait`` uses it without the event
 lines.
 
