@@ -49,6 +49,7 @@ async def clients(client, stack) -> list:
     return [client, *[await connect(stack.temporal.address, stack.temporal.namespace) for _ in range(4)]]
 
 
+@pytest.mark.slow
 async def test_fifty_watchers_do_not_stall_an_uncached_run_and_all_get_every_event(queues, clients, scripted):
     unwatched, _ = await watched_run(clients, queues["uncached"], scripted, 0, per_process=PER_PROCESS)
     watched, received = await watched_run(clients, queues["uncached"], scripted, WATCHERS, per_process=PER_PROCESS)
@@ -62,6 +63,7 @@ async def test_fifty_watchers_do_not_stall_an_uncached_run_and_all_get_every_eve
     assert watched.processes == 5 and watched.queries <= watched.processes * watched.history_length, watched
 
 
+@pytest.mark.slow
 async def test_fifty_watchers_of_a_cached_run_all_get_every_event(queues, clients, scripted):
     unwatched, _ = await watched_run(clients, queues["cached"], scripted, 0, per_process=PER_PROCESS)
     watched, received = await watched_run(clients, queues["cached"], scripted, WATCHERS, per_process=PER_PROCESS)
