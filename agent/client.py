@@ -93,7 +93,10 @@ class AgentRunHandle:
         """
         description = await self.workflow.describe()
         raw = description.raw_description
-        health = RunHealth(status=description.status.name if description.status else "UNKNOWN")
+        health = RunHealth(
+            status=description.status.name if description.status else "UNKNOWN",
+            history_length=description.history_length,
+        )
         if raw.HasField("pending_workflow_task"):
             health.workflow_task_attempts = raw.pending_workflow_task.attempt
         converter = self.client.data_converter

@@ -111,6 +111,8 @@ class LiveTranscript:
         self.approvals = approvals
         self.whole_answers = whole_answers
         self.model_calls = 0
+        #: (turn, step) of each model call counted, in order (a rewind counts again from its step).
+        self._counted: list[tuple[int, int | None]] = []
         #: (turn, step) of the model call whose tokens are on the open line, and its attempt.
         self._streaming: tuple[int, int | None] | None = None
         self._attempt = 1
@@ -141,12 +143,27 @@ class LiveTranscript:
         if where != self._streaming:
             self.screen.end_partial()
             self._streaming, self._attempt, self._labelled = where, attempt, False
-            self.model_calls += 1
+            self._count(where)
         if not (self._labelled and self.screen.partial_open):  # new, or a whole line came between
             self.screen.end_partial()
             self.screen.partial(self.answer_label(self.model_calls))
             self._labelled = True
         self.screen.partial(str(data.get("text") or ""))
+
+    def _count(self, where: tuple[int, int | None]) -> None:
+        self._counted.append(where)
+        self.model_calls = len(self._counted)
+
+    def _on_run_rewound(self, event: RunEvent, data: dict) -> None:
+        """The run went back to the start of step ``event.step``: calls from there on count again."""
+        self.screen.end_partial()
+        self._streaming = None
+        start = (event.turn, event.step if event.step is not None else -1)
+        self._counted = [c for c in self._counted if (c[0], c[1] if c[1] is not None else -1) < start]
+        self.model_calls = len(self._counted)
+        self.line(
+            f"  run rewound (reset from Temporal run {data.get('previous_temporal_run_id')}): {data.get('reason')}"
+        )
 
     def _on_model_retry(self, event: RunEvent, data: dict) -> None:
         if (event.turn, event.step) == self._streaming:
@@ -162,7 +179,7 @@ class LiveTranscript:
         self.screen.end_partial()
         self._streaming = None
         if not streamed:
-            self.model_calls += 1
+            self._count((event.turn, event.step))
         calls = data.get("tool_calls") or []
         text = str(data.get("text") or "")
         for failure in data.get("fallback_failures") or []:

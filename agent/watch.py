@@ -7,12 +7,14 @@ who decided, messages people sent, and a session's turns. A run whose events can
 (started by code that publishes none) is followed through its history instead, decoded by
 :mod:`agent.run_history`, which gives the same lines without the tokens.
 
-Every ~0.5 s the watcher also reads ``describe()`` (``AgentRunHandle.health()``) and, while the run
-is open, the ``run_status`` query (step and phase; 5 s deadline) and, when the run waits for a
-person, the pending calls with the command that approves each. Problems are printed once each: no
-worker polling the run's task queue, a workflow task that keeps failing (its attempt, error, the
-fix and, for non-determinism, a hint; the watcher goes on, since fixed code lets the run resume),
-a model call being retried. At the end it prints the exit reason (or the failure) and returns the
+Every ~0.5 s the watcher also reads ``describe()`` (``AgentRunHandle.health()``, answered by the
+server) and, while the run is open and its history grew since the last look, the ``run_status``
+query (step and phase; 5 s deadline) and, when the run waits for a person, the pending calls with
+the command that approves each: a run that is idle is asked nothing. A rewind (``agent rewind``)
+prints a ``run rewound`` line, and the events that follow are the new run's. Problems are printed
+once each: no worker polling the run's task queue, a workflow task that keeps failing (its
+attempt, error, the fix and, for non-determinism, a hint; the watcher goes on, since fixed code
+lets the run resume), a model call being retried. At the end it prints the exit reason (or the failure) and returns the
 exit code: 0 when the run completed, 1 otherwise. ``agent run --wait`` uses it without the event
 lines.
 
@@ -200,6 +202,7 @@ class RunWatcher:
         self._transcript = WatchTranscript(renderer, handle.run_id, self)
         self._stream: asyncio.Task[None] | None = None
         self._stream_failed = False
+        self._status_read_at = -1  # the history length when run_status was last read
 
     async def run(self) -> int:
         """Watch until the run ends; returns 0 when it completed, 1 when it did not."""
@@ -224,7 +227,9 @@ class RunWatcher:
             if health.status != "RUNNING":
                 await self._drain_events()
                 return await self._finish(health)
-            if health.failing_workflow_task is None:  # a stuck run cannot answer the query
+            # a stuck run cannot answer the query, and one whose history did not grow has nothing new
+            if health.failing_workflow_task is None and health.history_length != self._status_read_at:
+                self._status_read_at = health.history_length
                 await self._read_status()
             self._report_problems(health)
             await asyncio.sleep(self.interval)
@@ -279,6 +284,7 @@ class RunWatcher:
                 RUN_STATUS_QUERY, result_type=RunStatus, rpc_timeout=timedelta(seconds=QUERY_SECONDS)
             )
         except (WorkflowQueryFailedError, RPCError) as err:
+            self._status_read_at = -1  # ask again at the next poll
             if isinstance(err, RPCError) and err.status == RPCStatusCode.FAILED_PRECONDITION:
                 return  # its workflow task failed since health was read: the next poll reports it
             # No worker, or the query itself failed: say which.

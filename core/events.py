@@ -23,6 +23,11 @@ Kinds and their ``data``:
   ``"update"``, ``"signal"``, or ``"timeout"`` when no one answered in time: then ``approver`` is None
   and ``action`` is the strategy's ``on_timeout``).
 - ``message_received`` ``{"message_id", "sender", "text"}``.
+- ``run_rewound`` ``{"reason", "from_offset", "temporal_run_id", "previous_temporal_run_id"}``: made
+  by the reading client, not published by the run: ``agent rewind`` took the run back to the start
+  of step ``step`` of turn ``turn`` (a new Temporal run). The events that follow are the new run's,
+  from ``from_offset`` on (the offsets go back; the marker's own offset is ``from_offset - 1``, so
+  resuming with ``offset + 1`` works as for any event).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ RunEventKind = Literal[
     "message_received",
     "turn_ended",
     "run_ended",
+    "run_rewound",
 ]
 #: Every kind, in the order a step usually shows them.
 RUN_EVENT_KINDS: tuple[str, ...] = get_args(RunEventKind)

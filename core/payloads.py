@@ -245,6 +245,7 @@ class RunHealth(BaseModel):
     :param workflow_task_attempts: Attempt of the pending workflow task (above 1: it keeps failing).
     :param workflow_task_error: The last workflow-task failure's message, when the task is failing.
     :param retrying_activities: Activities on their second or later attempt.
+    :param history_length: Events in the run's history (a watcher asks the run again only when it grew).
     :param failing_workflow_task: The workflow task that keeps failing, with how to fix it; None
         while the run's workflow tasks succeed.
     :param waiting_activities: Activities scheduled and not yet started (a model call held by the
@@ -258,6 +259,7 @@ class RunHealth(BaseModel):
     retrying_activities: list[ActivityRetry] = Field(default_factory=list)
     failing_workflow_task: FailingWorkflowTask | None = None
     waiting_activities: list[str] = Field(default_factory=list)
+    history_length: int = 0
 
     @property
     def stuck(self) -> bool:

@@ -7,6 +7,12 @@ on from the next offset: nothing missed, nothing twice. A page loaded afresh ren
 (from history, and the answer being written from the events so far: :func:`read_so_far`) and
 subscribes with ``?from=`` the next offset. When the run ends the stream sends an ``end`` event
 (the page stops listening); a run whose events cannot be read gets one ``unavailable`` event.
+
+Every SSE client of a run in this inbox process reads the process's one feed of the run
+(:mod:`agent.live`): a hundred open pages cost the run what one does. A read that fails for a
+while (the worker busy or away) is retried by the feed, so the stream only waits. After
+``agent rewind`` the stream sends a ``run_rewound`` event (its id the offset before the new run's
+first event) and goes on with the new run's events; the page reloads to show the rewound run.
 """
 
 from __future__ import annotations

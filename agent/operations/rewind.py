@@ -110,12 +110,13 @@ class Rewound:
     status_before: str
 
 
-async def read_steps(client: Client, run_id: str) -> RunSteps:
-    """The current Temporal run of ``run_id`` and where each of its agent steps began.
+async def read_steps(client: Client, run_id: str, temporal_run_id: str | None = None) -> RunSteps:
+    """The current Temporal run of ``run_id`` (or ``temporal_run_id``) and where each of its agent
+    steps began.
 
     :raises temporalio.service.RPCError: NOT_FOUND when there is no such run.
     """
-    description = await client.get_workflow_handle(run_id).describe()
+    description = await client.get_workflow_handle(run_id, run_id=temporal_run_id).describe()
     raw = description.raw_description.workflow_extended_info
     expires = (
         raw.execution_expiration_time.ToDatetime(tzinfo=UTC) if raw.HasField("execution_expiration_time") else None

@@ -136,3 +136,24 @@ def test_on_a_terminal_whole_lines_scroll_up_and_the_line_being_written_sits_on_
     printed = out.getvalue()
     assert "  model call 1 answered: first line" in printed and "second" in printed
     assert printed.index("problem: something") < printed.rindex("second")
+
+
+def test_a_rewind_mid_answer_ends_its_line_and_counts_the_calls_again_from_the_rewound_step():
+    out = io.StringIO()
+    transcript = LiveTranscript(PlainScreen(out), "run-1", lambda n: f"  model call {n} answered: ")
+    rewound = ("run_rewound", 1, 1, {"reason": "rewind to step 1: misread", "previous_temporal_run_id": "t-1"})
+    for event in events(
+        reply("", step=0, calls=[{"id": "a1", "tool_name": "add", "arguments": {}}]),
+        token("OLD-", step=1),
+        rewound,
+        token("NEW ", step=1),
+        token("answer", step=1),
+        reply("NEW answer", step=1),
+    ):
+        transcript.show(event)
+    assert out.getvalue().splitlines() == [
+        "  model call 1 asked for: add",
+        "  model call 2 answered: OLD-",  # the discarded attempt's text stays, cut where it was
+        "  run rewound (reset from Temporal run t-1): rewind to step 1: misread",
+        "  model call 2 answered: NEW answer",  # step 1's call is call 2 again
+    ]

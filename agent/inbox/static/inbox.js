@@ -113,6 +113,12 @@ function showEvent(list, event) {
   }
 }
 
+// Where a new EventSource starts: after the last event shown, else the page's next offset.
+function resumeOffset(list) {
+  const last = list.dataset.lastOffset;
+  return last !== undefined && last !== "" ? String(Number(last) + 1) : list.dataset.nextOffset || "0";
+}
+
 function startLiveEvents() {
   const list = document.querySelector("ol[data-events-url]");
   if (!list || typeof EventSource === "undefined") return;
@@ -122,21 +128,44 @@ function startLiveEvents() {
     state.textContent = text;
     state.classList.toggle("offline", Boolean(bad));
   };
-  const source = new EventSource(list.dataset.eventsUrl + "?from=" + (list.dataset.nextOffset || "0"));
-  source.onopen = () => say("live");
-  source.onmessage = (message) => {
-    showEvent(list, JSON.parse(message.data));
-    list.dataset.lastOffset = message.lastEventId;
+  let retryMs = 1000;
+  const connect = () => {
+    const source = new EventSource(list.dataset.eventsUrl + "?from=" + resumeOffset(list));
+    source.onopen = () => {
+      retryMs = 1000;
+      say("live");
+    };
+    source.onmessage = (message) => {
+      const event = JSON.parse(message.data);
+      if (event.kind === "run_rewound") {
+        // the run went back to an earlier step: show it as its history now reads
+        source.close();
+        window.location.reload();
+        return;
+      }
+      showEvent(list, event);
+      list.dataset.lastOffset = message.lastEventId;
+    };
+    source.onerror = () => {
+      say("connection lost, reconnecting", true);
+      // The browser retries by itself unless the response was an error (a proxy's 502, a
+      // restarting inbox): then the source is closed for good, so open a new one from the
+      // last event shown, waiting longer each time (up to 30 s).
+      if (source.readyState === EventSource.CLOSED) {
+        setTimeout(connect, retryMs);
+        retryMs = Math.min(retryMs * 2, 30000);
+      }
+    };
+    source.addEventListener("end", () => {
+      source.close();
+      say("the run ended");
+    });
+    source.addEventListener("unavailable", (message) => {
+      source.close();
+      say(message.data, true);
+    });
   };
-  source.onerror = () => say("connection lost, reconnecting", true);
-  source.addEventListener("end", () => {
-    source.close();
-    say("the run ended");
-  });
-  source.addEventListener("unavailable", (message) => {
-    source.close();
-    say(message.data, true);
-  });
+  connect();
 }
 
 const JSON_TYPES = {
@@ -257,6 +286,10 @@ function startCallWatch() {
     source.close();
     poll();
   });
+  // an error response closes the source for good: ask the call's state instead
+  source.onerror = () => {
+    if (source.readyState === EventSource.CLOSED) poll();
+  };
 }
 
 document.addEventListener("DOMContentLoaded", () => {

@@ -12,7 +12,7 @@ from agent.live_view import retry_marker
 from tests import tools as t
 from tests.agent.cli.test_cli import spawn_cli
 from tests.support.cli_agents import MODEL_ENV
-from tests.support.live import ANSWER, slowly
+from tests.support.live import ANSWER, REWIND_REASON, REWOUND_ANSWER, parked_for_rewind, slowly
 
 WAIT_SECONDS = 60
 
@@ -129,3 +129,23 @@ async def test_watch_restarts_an_answer_whose_stream_broke_after_a_marker(client
     # the broken attempt's text stays as it was, cut short; the new attempt starts on its own line
     assert broken.startswith(label) and ANSWER.startswith(broken[len(label) :]) and len(broken) < len(label + ANSWER)
     assert (marker, retried) == (retry_marker(2), label + ANSWER), out
+
+
+async def test_watch_attached_before_a_rewind_prints_it_and_follows_the_new_run(
+    client, worker, scripted, model, run_id
+):
+    handle = await parked_for_rewind(client, worker, scripted, model, run_id)
+    watching = await Running.start("watch", run_id, "--plain")
+    await watching.until("model call 1 asked for: add")
+    await handle.rewind(0, REWIND_REASON)
+    code, out, err = await watching.finish()
+
+    assert code == 0, err + out
+    lines = out.splitlines()
+    [rewound] = [line for line in lines if line.startswith("  run rewound")]
+    assert rewound.endswith(f"): rewind to step 0: {REWIND_REASON}"), lines
+    after = lines[lines.index(rewound) + 1 :]
+    # the new run's step 0 is model call 1 again, and its answer ends the run
+    assert f"  model call 1 answered: {REWOUND_ANSWER}" in after, lines
+    assert f"final answer: {REWOUND_ANSWER}" in after
+    assert not any("asked for" in line for line in after)

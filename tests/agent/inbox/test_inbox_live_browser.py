@@ -10,7 +10,8 @@ from playwright.async_api import expect
 
 from agent import Agent, ChatMessage
 from tests.agent.inbox.support import BROWSER_TASK_QUEUE
-from tests.support.live import ANSWER, slowly
+from tests.support.hitl_helpers import wait_pending
+from tests.support.live import ANSWER, REWIND_REASON, REWOUND_ANSWER, parked_for_rewind, slowly
 from tests.support.polling import eventually
 
 WAIT_MS = 30_000
@@ -100,3 +101,44 @@ async def test_a_retried_stream_restarts_the_answer_on_the_page(client, scripted
     await expect(answers).to_have_text(f"assistant: {ANSWER}", timeout=WAIT_MS)  # one line, the new attempt's text
     await handle.wait_turn(2)
     await handle.cancel("test over")
+
+
+async def test_the_run_page_reopens_its_stream_after_an_error_response(client, scripted, model, run_id, inbox, as_user):
+    scripted.script(model, [{"text": "Hi! Which service?"}, {"text": "Checkout is healthy."}])
+    handle = await waiting_session(client, model, run_id)
+    page = await as_user("alice")
+    refused: list[str] = []
+
+    async def first_refused(route) -> None:
+        if not refused:  # a proxy's 502: EventSource gives up on its own after an error response
+            refused.append(route.request.url)
+            await route.fulfill(status=502, body="bad gateway")
+        else:
+            await route.continue_()
+
+    await page.route("**/events?*", first_refused)
+    await page.goto(f"{inbox}/runs/{run_id}")
+    await expect(page.get_by_test_id("live-state")).to_have_text("live", timeout=WAIT_MS)  # reopened
+    await handle.send_message("How is checkout?", sender="bob")
+    live = page.get_by_test_id("live-events")
+    await expect(live).to_contain_text("Checkout is healthy.", timeout=WAIT_MS)
+    assert len(refused) == 1
+    await handle.cancel("test over")
+
+
+async def test_the_run_page_reloads_after_a_rewind_and_shows_the_new_run(
+    client, scripted, model, run_id, inbox, as_user
+):
+    handle = await parked_for_rewind(client, BROWSER_TASK_QUEUE, scripted, model, run_id)
+    await wait_pending(handle, 1)
+    page = await as_user("alice")
+    await page.goto(f"{inbox}/runs/{run_id}")
+    await expect(page.get_by_test_id("live-state")).to_have_text("live", timeout=WAIT_MS)
+
+    await handle.rewind(0, REWIND_REASON)
+    await expect(page.get_by_test_id("rewound-reason")).to_have_text(
+        f"rewind to step 0: {REWIND_REASON}", timeout=WAIT_MS
+    )
+    await handle.result()
+    await page.reload()
+    await expect(page.locator("body")).to_contain_text(REWOUND_ANSWER, timeout=WAIT_MS)

@@ -4,14 +4,18 @@ real worker): a run's events as Server-Sent Events with the offset as the id, re
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from agent import Agent, ChatMessage
 from agent.inbox import IdentityConfig, create_app
+from agent.live import local_watchers
 from tests import tools as t
-from tests.agent.inbox.support import BROWSER_TASK_QUEUE, IDENTITY_HEADER
+from tests.agent.inbox.support import BROWSER_TASK_QUEUE, IDENTITY_HEADER, fetch_logs
 from tests.agent.inbox.test_inbox_http import http
-from tests.support.hitl_helpers import call, calls
+from tests.support.hitl_helpers import call, calls, wait_pending
+from tests.support.live import ANSWER, REWIND_REASON, REWOUND_ANSWER, parked_for_rewind, slowly
+from tests.support.polling import eventually
 
 
 def messages(body: str) -> list[dict[str, str]]:
@@ -61,3 +65,48 @@ async def test_a_run_without_a_stream_says_so_in_one_event(client):
         unknown = await browser.get("/runs/no-such-run-live/events")
     [only] = messages(unknown.text)
     assert only["event"] == "unavailable" and "live updates are unavailable" in only["data"]
+
+
+async def test_a_stream_opened_before_a_rewind_goes_on_with_the_new_run(
+    client, scripted, model, run_id, browser_worker
+):
+    handle = await parked_for_rewind(client, BROWSER_TASK_QUEUE, scripted, model, run_id)
+    await wait_pending(handle, 1)
+    app = create_app(client, identity=IdentityConfig(header=IDENTITY_HEADER))
+    async with http(app, headers={IDENTITY_HEADER: "alice"}) as browser:
+        streaming = asyncio.create_task(browser.get(f"/runs/{run_id}/events"))
+        await eventually(lambda: local_watchers(client, run_id) == 1)  # the stream reads before the rewind
+        done = await handle.rewind(0, REWIND_REASON)
+        body = (await asyncio.wait_for(streaming, 60)).text
+
+    *events, end = messages(body)
+    assert end["event"] == "end"
+    parsed = [json.loads(m["data"]) for m in events]
+    kinds = [e["kind"] for e in parsed]
+    marker = parsed[kinds.index("run_rewound")]
+    assert marker["data"]["temporal_run_id"] == done.temporal_run_id
+    # its id is the offset before the new run's first event: a reconnect resumes in the new run
+    assert int(events[kinds.index("run_rewound")]["id"]) == marker["data"]["from_offset"] - 1
+    after = parsed[kinds.index("run_rewound") + 1 :]
+    assert [e["offset"] for e in after][0] == marker["data"]["from_offset"]
+    assert after[-1]["kind"] == "run_ended"
+    assert [e["data"]["text"] for e in after if e["kind"] == "model_reply"] == [REWOUND_ANSWER]
+
+
+async def test_fifty_streams_of_one_run_all_reach_its_end(client, scripted, model, run_id, browser_worker):
+    scripted.script(model, [calls(call("fetch_logs", id="l1", service="checkout", lines=3)), slowly(ANSWER, pace=0.02)])
+    app = create_app(client, identity=IdentityConfig(header=IDENTITY_HEADER))
+    async with http(app, headers={IDENTITY_HEADER: "alice"}) as browser:
+        handle = await Agent(model=model, tools=[fetch_logs], stream_tokens=True).start(
+            client, [ChatMessage.from_user("logs?")], run_id=run_id, task_queue=BROWSER_TASK_QUEUE
+        )
+        streams = [asyncio.create_task(browser.get(f"/runs/{run_id}/events")) for _ in range(50)]
+        await eventually(lambda: local_watchers(client, run_id) == 50)  # one feed, read by all 50
+        bodies = [response.text for response in await asyncio.wait_for(asyncio.gather(*streams), 60)]
+    fresh = [event.model_dump() async for event in handle.events()]
+
+    for body in bodies:
+        *events, end = messages(body)
+        assert end["event"] == "end", body[-300:]
+        assert [json.loads(m["data"]) for m in events] == fresh  # every event, none missed, none twice
+    assert fresh[-1]["kind"] == "run_ended" and any(e["kind"] == "token" for e in fresh)
