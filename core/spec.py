@@ -136,7 +136,10 @@ class AgentSpec:
     :param participants: Who may send messages into a run (``UserMessage.sender``); None: anyone.
     :param stream_tokens: Stream each model call and publish its text to the run's events as it
         arrives (``token`` events, DESIGN.md "Live"); the recorded reply is the same either way.
-    :raises TypeError: For a ``stream_tokens`` that is not a bool.
+    :param upgrade_at_turn_boundary: For a session on versioned workers (DESIGN.md "Deploys"):
+        continue as new at the next turn boundary onto the deployment's current build once
+        Temporal says it changed. False: the session stays on the build it started on.
+    :raises TypeError: For a ``stream_tokens`` or ``upgrade_at_turn_boundary`` that is not a bool.
     :raises ValueError: For an unknown hook point, a hook outside its allowed points, a reserved
         or malformed ``state_schema`` key, duplicate tool names, an exit condition naming no
         tool, ``max_agent_steps < 1``, or ``participants`` that is not a non-empty list of names.
@@ -158,10 +161,13 @@ class AgentSpec:
         model_retry_timeout: timedelta = DEFAULT_MODEL_RETRY_TIMEOUT,
         participants: list[str] | None = None,
         stream_tokens: bool = False,
+        upgrade_at_turn_boundary: bool = False,
     ) -> None:
-        if not isinstance(stream_tokens, bool):
-            raise TypeError(f"stream_tokens must be True or False, got {stream_tokens!r}.")
+        for name, flag in (("stream_tokens", stream_tokens), ("upgrade_at_turn_boundary", upgrade_at_turn_boundary)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False, got {flag!r}.")
         self.stream_tokens = stream_tokens
+        self.upgrade_at_turn_boundary = upgrade_at_turn_boundary
         self.model = model
         tools, mcp = split_mcp(tools)
         #: The MCP servers' tools, listed when a run starts (the toolsets themselves: a worker serves them).
@@ -318,6 +324,7 @@ class AgentSpec:
             **({"mcp": [s.model_dump() for s in self.mcp_sources]} if self.mcp_sources else {}),
             **({"sub_agents": self.sub_agents} if self.sub_agents else {}),
             "stream_tokens": self.stream_tokens,
+            **({"upgrade_at_turn_boundary": True} if self.upgrade_at_turn_boundary else {}),
         }
 
     @classmethod
@@ -348,4 +355,5 @@ class AgentSpec:
             ),
             participants=data.get("participants"),
             stream_tokens=data.get("stream_tokens", False),
+            upgrade_at_turn_boundary=data.get("upgrade_at_turn_boundary", False),
         )

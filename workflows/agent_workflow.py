@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import VersioningBehavior
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -65,7 +66,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.turns import DEFAULT_CANCEL_REASON, ConversationTurns
 
 
-@workflow.defn(name=WORKFLOW_TYPE)
+# Pinned (DESIGN.md "Deploys"): on versioned workers a run finishes on the build it started on,
+# and its children (same task queue) start on it too; unversioned workers ignore the behaviour.
+@workflow.defn(name=WORKFLOW_TYPE, versioning_behavior=VersioningBehavior.PINNED)
 class AgentWorkflow(ConversationTurns):
     """One agent run. Workflow id = run id.
 
