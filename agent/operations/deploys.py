@@ -9,6 +9,8 @@ versioned run).
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
@@ -284,3 +286,25 @@ async def move(
         )
     )
     return Moved(run_id, temporal_run_id, name, from_build, to_build_id, result.events)
+
+
+async def promote_if_none_current(client: Client, build_id: str, deployment: str, timeout: float = 30.0) -> str | None:
+    """Make ``build_id`` current when ``deployment`` has no current version yet (``agent dev``'s
+    first start), retrying while the server registers the build's first poll.
+
+    :returns: What was done, or None when another build is already current (it is left alone).
+    :raises DeployError: Temporal still refuses after ``timeout`` seconds.
+    """
+    give_up_at = time.monotonic() + timeout
+    while True:
+        try:
+            described = await client.workflow_service.describe_worker_deployment(
+                DescribeWorkerDeploymentRequest(namespace=client.namespace, deployment_name=deployment)
+            )
+            if described.worker_deployment_info.routing_config.HasField("current_deployment_version"):
+                return None
+            return await promote(client, build_id, deployment)
+        except (DeployError, RPCError):
+            if time.monotonic() > give_up_at:
+                raise
+            await asyncio.sleep(0.5)
