@@ -56,8 +56,10 @@ async def check_task_queue_routes_new_runs(client: Client, task_queue: str) -> N
         p.deployment_options.worker_versioning_mode == mode for p in described.pollers
     )
     versioned = {(p.deployment_options.deployment_name, p.deployment_options.build_id) for p in described.pollers}
-    if has_target or not only_versioned:
+    if has_target or (described.pollers and not only_versioned):
         _routable_until[key] = time.monotonic() + ROUTABLE_FOR_SECONDS
+        return
+    if not described.pollers:  # not cached: versioned workers may be about to poll
         return
     builds = ", ".join(f"{name} build {build}" for name, build in sorted(versioned))
     first_name, first_build = sorted(versioned)[0]

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.worker import WorkerDeploymentConfig
 
@@ -45,3 +47,14 @@ def deployment_config(deployment_name: str | None = None, build_id: str | None =
         use_worker_versioning=True,
         default_versioning_behavior=VersioningBehavior.PINNED,
     )
+
+
+def pinned_by_default(config: WorkerDeploymentConfig | None) -> WorkerDeploymentConfig | None:
+    """``config`` with PINNED as the default versioning behaviour when it uses versioning and names
+    none. The behaviour is the workers' default rather than ``AgentWorkflow``'s own annotation
+    because the server refuses a workflow task completed with a behaviour by an unversioned worker."""
+    if config is None or not config.use_worker_versioning:
+        return config
+    if config.default_versioning_behavior != VersioningBehavior.UNSPECIFIED:
+        return config
+    return dataclasses.replace(config, default_versioning_behavior=VersioningBehavior.PINNED)

@@ -27,7 +27,7 @@ from core.mcp import MCPServerError, MCPToolset, split_mcp
 from core.settings import DEFAULT_MAX_CACHED_WORKFLOWS as DEFAULT_MAX_CACHED_WORKFLOWS
 from core.settings import ConfigurationError, env_name, get_settings
 from core.tools import Tool
-from runtime.deployment import deployment_config
+from runtime.deployment import deployment_config, pinned_by_default
 from runtime.mcp_servers import MCPServers, MCPServersPlugin
 from runtime.plugin import AgentPlugin, connect
 from runtime.replay import ReplayProbeActivities
@@ -86,7 +86,8 @@ def create_worker(
     :param deployment_name: Make the worker build ``build_id`` of this Worker Deployment (Temporal's
         Worker Versioning; runs are pinned to the build they start on, DESIGN.md "Deploys"). Both or
         neither; neither reads ``AGENT_DEPLOYMENT_NAME`` and ``AGENT_BUILD_ID``, and without those
-        the worker is unversioned. A ``deployment_config`` in ``worker_options`` wins.
+        the worker is unversioned. A ``deployment_config`` in ``worker_options`` wins (its workflows
+        are pinned unless it names another default behaviour).
     :param build_id: This worker's build id (see ``deployment_name``).
     :param worker_options: Passed to ``temporalio.worker.Worker`` (override the tuned defaults,
         e.g. ``max_cached_workflows``, by default :func:`max_cached_workflows`).
@@ -99,6 +100,8 @@ def create_worker(
     """
     if "deployment_config" not in worker_options:
         worker_options["deployment_config"] = deployment_config(deployment_name, build_id)
+    else:
+        worker_options["deployment_config"] = pinned_by_default(worker_options["deployment_config"])
     version = worker_options["deployment_config"].version if worker_options["deployment_config"] else None
     tools, toolsets = split_mcp(tools)
     probe = ReplayProbeActivities(version.build_id if version else None)  # for `agent deploy move`

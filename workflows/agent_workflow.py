@@ -11,7 +11,6 @@ import sys
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import VersioningBehavior
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -66,9 +65,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.turns import DEFAULT_CANCEL_REASON, ConversationTurns
 
 
-# Pinned (DESIGN.md "Deploys"): on versioned workers a run finishes on the build it started on,
-# and its children (same task queue) start on it too; unversioned workers ignore the behaviour.
-@workflow.defn(name=WORKFLOW_TYPE, versioning_behavior=VersioningBehavior.PINNED)
+# Pinned on versioned workers (DESIGN.md "Deploys"): create_worker makes PINNED their default
+# behaviour (runtime/deployment.py), since the server refuses a behaviour from an unversioned worker.
+@workflow.defn(name=WORKFLOW_TYPE)
 class AgentWorkflow(ConversationTurns):
     """One agent run. Workflow id = run id.
 

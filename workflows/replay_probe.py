@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, VersioningBehavior
+from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from core.deploys import REPLAY_HISTORY_ACTIVITY, REPLAY_PROBE_WORKFLOW, ReplayProbeInput, ReplayProbeResult
@@ -15,7 +15,7 @@ with workflow.unsafe.imports_passed_through():
 REPLAY_TIMEOUT = timedelta(minutes=2)
 
 
-@workflow.defn(name=REPLAY_PROBE_WORKFLOW, versioning_behavior=VersioningBehavior.PINNED)
+@workflow.defn(name=REPLAY_PROBE_WORKFLOW)  # pinned by its start's versioning override
 class ReplayProbeWorkflow:
     """Replay a run's history on this build's workers; returns what the replay found."""
 
