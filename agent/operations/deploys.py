@@ -257,6 +257,11 @@ async def move(
             execution_timeout=probe_timeout,
             result_type=ReplayProbeResult,
         )
+    except RPCError as err:  # the build is not a version of the deployment, typically
+        raise MoveRefused(
+            f"Run {run_id} stays on build {from_build}: Temporal refused a replay on build {to_build_id} of "
+            f"deployment {name}: {err.message}"
+        ) from err
     except WorkflowFailureError as err:
         raise MoveRefused(
             f"Run {run_id} stays on build {from_build}: no worker of build {to_build_id} of deployment {name} on task "

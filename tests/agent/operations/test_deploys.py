@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from temporalio.service import RPCError
 
-from agent import Agent, ChatMessage
+from agent import Agent, ChatMessage, get_run
 from agent.dev.processes import ChildProcess, start_worker
 from agent.operations.deploys import MoveRefused, deployment_status, move, promote
 from agent.routing import NoCurrentVersionError, check_task_queue_routes_new_runs
@@ -86,7 +86,15 @@ async def test_runs_finish_on_their_build_sessions_move_at_a_turn_and_v1_drains(
     plain_approving = Agent(model=f"{model}-d", tools=[deploy_app.ship], hooks={"before_tool": [confirm]})
     mover = Agent(model=f"{model}-s1", tools=[deploy_app.ship], hooks=marker, upgrade_at_turn_boundary=True)
     stayer = Agent(model=f"{model}-s2", tools=[deploy_app.ship], hooks=marker)
-    for name in ("a", "d", "s1", "s2", "b"):
+    researcher = Agent(model=f"{model}-c", tools=[deploy_app.ship], hooks=marker)
+    ask_research = ConfirmationHook({"research": DurableConfirmationStrategy(AlwaysAskPolicy())})
+    lead = Agent(
+        model=f"{model}-l",
+        tools=[researcher.as_tool("research", "Ship one thing")],
+        hooks={"before_tool": [ask_research]},
+    )
+    scripted.script(f"{model}-l", [calls(call("research", id="r1", input="ship c")), {"text": "lead done"}])
+    for name in ("a", "d", "s1", "s2", "b", "c"):
         ship_twice = [calls(call("ship", id=f"{name}1", item=f"{name}-first")), {"text": f"{name} turn 1 done"}]
         ship_twice += [calls(call("ship", id=f"{name}2", item=f"{name}-second")), {"text": f"{name} turn 2 done"}]
         scripted.script(f"{model}-{name}", ship_twice)
@@ -120,10 +128,12 @@ async def test_runs_finish_on_their_build_sessions_move_at_a_turn_and_v1_drains(
         )
         (pending_a,) = await wait_pending(run_a)
         (pending_d,) = await wait_pending(run_d)
+        run_l = await lead.start(client, [ChatMessage.from_user("go")], run_id=f"l-{suffix}", task_queue=queue)
+        (pending_l,) = await wait_pending(run_l)
         for session in (s1, s2):
             first = await session.wait_turn(1, timeout=timedelta(seconds=60))
             assert first.last_message.text.endswith("turn 1 done")
-        for run in (run_a, run_d, s1, s2):
+        for run in (run_a, run_d, run_l, s1, s2):
             assert await pinned_build(client, run.run_id) == "v1"
 
         v2 = build_worker(tmp_path, deployment, "v2", queue)
@@ -141,7 +151,7 @@ async def test_runs_finish_on_their_build_sessions_move_at_a_turn_and_v1_drains(
 
         before = await eventually(
             lambda: deployment_status(client, deployment),
-            until=lambda s: (v1_of(s).open_runs, v1_of(s).waiting_for_approval, v1_of(s).waiting_for_user) == (4, 2, 2),
+            until=lambda s: (v1_of(s).open_runs, v1_of(s).waiting_for_approval, v1_of(s).waiting_for_user) == (5, 3, 2),
             timeout=20,
         )
         assert (before.current_build_id, v1_of(before).role, v1_of(before).drained) == ("v2", "-", False)
@@ -159,6 +169,14 @@ async def test_runs_finish_on_their_build_sessions_move_at_a_turn_and_v1_drains(
         result_a = await asyncio.wait_for(run_a.result(), timeout=60)
         assert tool_results(result_a.messages) == ["v1 shipped a-first"]
         assert await pinned_build(client, run_a.run_id) == "v1"
+        # A sub-agent started after the promote still starts on its parent's build.
+        await run_l.confirm(pending_l.tool_call_id, approver="ann")
+        result_l = await asyncio.wait_for(run_l.result(), timeout=60)
+        assert tool_results(result_l.messages) == ["c turn 1 done"]
+        child = f"{run_l.run_id}/r1"
+        assert await pinned_build(client, child) == "v1"
+        child_result = await asyncio.wait_for(get_run(client, child).result(), timeout=30)
+        assert tool_results(child_result.messages) == ["v1 shipped c-first"]
         # The moved run's approved call runs v2's tool.
         await run_d.confirm(pending_d.tool_call_id, approver="ann")
         assert tool_results((await asyncio.wait_for(run_d.result(), timeout=60)).messages) == ["v2 shipped d-first"]
