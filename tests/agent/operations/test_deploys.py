@@ -64,10 +64,17 @@ def tool_results(messages) -> list[str]:
     return [m.tool_call_result.result for m in messages if m.tool_call_result is not None]
 
 
+def agent_cli(*args: str, build: str | None = None) -> subprocess.CompletedProcess:
+    """``agent ARGS`` in a process of its own; with ``build``, that build's code installed (on its path)."""
+    env = dict(os.environ)
+    if build is not None:
+        env.update(PYTHONPATH=os.pathsep.join([str(BUILDS / build), str(ROOT)]), AGENT_TRUSTED_MODULES="deploy_app")
+    command = [sys.executable, "-m", "agent.cli", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+
+
 def deploy_cli(*args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "deploy", *args], capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
+    done = agent_cli("deploy", *args)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -159,9 +166,18 @@ async def test_runs_finish_on_their_build_sessions_move_at_a_turn_and_v1_drains(
         )
         assert (before.current_build_id, v1_of(before).role, v1_of(before).drained) == ("v2", "-", False)
 
+        # replay-check --build v1 where v2's code is installed names the runs whose hooks changed.
+        on_v2 = agent_cli("replay-check", "--build", "v1", "--deployment", deployment, build="v2")
+        assert on_v2.returncode == 1, on_v2.stdout + on_v2.stderr
+        broken = {line.split()[1] for line in on_v2.stdout.splitlines() if line.startswith("run ")}
+        assert broken == {run_a.run_id, s1.run_id, s2.run_id}  # the runs whose agent has the changed hook
+        on_v1 = agent_cli("replay-check", "--build", "v1", "--deployment", deployment, build="v1")
+        assert on_v1.returncode == 0 and "all 5 runs replay" in on_v1.stdout, on_v1.stdout + on_v1.stderr
+
         # v2's hook awaits a timer v1's never did: run a's history does not replay there, so it stays.
-        with pytest.raises(MoveRefused, match="non-determinism"):
+        with pytest.raises(MoveRefused, match="non-determinism") as refused:
             await move(client, run_a.run_id, "v2")
+        print(f"move refused: {refused.value}")
         assert await pinned_build(client, run_a.run_id) == "v1"
         # Run d has no such hook: v2's workers replay it, and it moves.
         moved = await move(client, run_d.run_id, "v2")
