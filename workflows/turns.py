@@ -168,8 +168,8 @@ class ConversationTurns:
         """Whether a session that moves at turn boundaries should move now: Temporal says the task
         queue's target build (current or ramping) is no longer the one this run is pinned to. The
         flag is refreshed with each workflow task, so a session parked on its user learns it when
-        the next message arrives (the server sends it when ``system.enableSendTargetVersionChanged``
-        is on; docs/operations.md)."""
+        the next message arrives (Temporal server 1.32 sets it with no extra configuration, about a
+        second after a promote; docs/operations.md)."""
         return agent.upgrade_at_turn_boundary and workflow.info().is_target_worker_deployment_version_changed()
 
     async def _continue_as_new(self, agent: AgentSpec, run_input: AgentRunInput, between_turns: bool) -> None:
