@@ -93,10 +93,9 @@ def create_worker(
         e.g. ``max_cached_workflows``, by default :func:`max_cached_workflows`).
     :raises ValueError: On duplicate tool names or a non-``Tool`` in ``tools``, or a malformed
         ``AGENT_MAX_CACHED_WORKFLOWS``, or two MCP toolsets naming one server with different settings.
-        ``core.settings.ConfigurationError`` (a ``RuntimeError``) for a deployment name without a
-        build id or the reverse.
         A server that cannot start or list its tools raises ``core.mcp.MCPServerError`` from
         ``async with worker`` (or ``worker.run()``), naming its command or URL.
+    :raises core.settings.ConfigurationError: For a deployment name without a build id, or the reverse.
     """
     if "deployment_config" not in worker_options:
         worker_options["deployment_config"] = deployment_config(deployment_name, build_id)
