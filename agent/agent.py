@@ -9,6 +9,7 @@ from temporalio.client import Client
 
 from agent.client import AgentRunHandle, run_input_for, start_run
 from agent.conversation import start_or_send
+from agent.routing import check_start_or_send_routes
 from core.agent_tool import AgentTool
 from core.messages import ChatMessage
 from core.payloads import MessageReceipt, UserMessage
@@ -82,7 +83,9 @@ class Agent(AgentSpec):
             ``state`` names unknown keys, ``tools`` holds a tool the agent does not have, or
             ``wait_for_user`` is not a positive timedelta.
         :raises core.checks.ConfigurationError: If the namespace lacks a search attribute a hook sets
-            (checked once per client), with the command that registers it.
+            (checked once per client), with the command that registers it; or
+            ``agent.routing.NoCurrentVersionError`` (a ``ConfigurationError``) when only versioned
+            workers poll ``task_queue`` and their deployment has no current version.
         """
         return await start_run(
             self, client, messages, run_id, task_queue, hook_context, state, tools, generation_kwargs, wait_for_user
@@ -111,8 +114,10 @@ class Agent(AgentSpec):
         :param hook_context: For a run this call starts (as :meth:`start`).
         :raises agent.conversation.MessageRefusedError: The run refused the message.
         :raises ValueError: As :meth:`start`.
+        :raises agent.routing.NoCurrentVersionError: As :meth:`start`, when this call would start the run.
         """
         run_input = await run_input_for(self, client, [], hook_context, None, None, None, wait_for_user)
+        await check_start_or_send_routes(client, task_queue, session_id)
         message = UserMessage(text=text, sender=sender, message_id=message_id)
         receipt: MessageReceipt = await start_or_send(client, run_input, session_id, task_queue, message)
         handle = AgentRunHandle(client, session_id, self.output_type)

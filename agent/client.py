@@ -24,6 +24,7 @@ from agent.approvals.decisions import (
 )
 from agent.live import run_events
 from agent.operations.rewind import Rewound, rewind
+from agent.routing import check_task_queue_routes_new_runs
 from agent.run_history import last_failures
 from agent.run_problems import failing_workflow_task
 from core.checks import check_search_attributes
@@ -344,6 +345,7 @@ async def start_run(
     run_input = await run_input_for(
         agent, client, messages, hook_context, state, tools, generation_kwargs, wait_for_user
     )
+    await check_task_queue_routes_new_runs(client, task_queue)
     await client.start_workflow(
         WORKFLOW_TYPE,
         run_input,

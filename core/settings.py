@@ -289,6 +289,20 @@ class Settings(BaseSettings):
             parse_payload_keys(value.get_secret_value())
         return value
 
+    # Worker Deployment Versioning (DESIGN.md "Deploys"): both set, or neither
+    deployment_name: str | None = _setting(
+        "AGENT_DEPLOYMENT_NAME",
+        None,
+        "Worker Deployment a worker is a version of (unset: an unversioned worker); needs AGENT_BUILD_ID.",
+        "a name without '.' (e.g. agent)",
+    )
+    build_id: str | None = _setting(
+        "AGENT_BUILD_ID",
+        None,
+        "Build id of this worker's code within AGENT_DEPLOYMENT_NAME; needs AGENT_DEPLOYMENT_NAME.",
+        "any text (e.g. a git commit or image tag)",
+    )
+
     @_field_validator("*", mode="before")
     @classmethod
     def _strip(cls, value: Any) -> Any:

@@ -151,8 +151,11 @@ class AgentSpec:
         model as ``response_format``; the model activity validates each answer, asks once for a
         correction, then fails the run); ``result().output`` is the typed value. A JSON schema
         (a dict) is accepted as well, as the worker rebuilds it.
-    :raises TypeError: For a ``stream_tokens`` that is not a bool, or an ``output_type`` that is
-        neither a pydantic model class nor a JSON schema.
+    :param upgrade_at_turn_boundary: For a session on versioned workers (DESIGN.md "Deploys"):
+        continue as new at the next turn boundary onto the deployment's current build once
+        Temporal says it changed. False: the session stays on the build it started on.
+    :raises TypeError: For a ``stream_tokens`` or ``upgrade_at_turn_boundary`` that is not a bool, or an
+        ``output_type`` that is neither a pydantic model class nor a JSON schema.
     :raises ValueError: For an unknown hook point, a hook outside its allowed points, a reserved
         or malformed ``state_schema`` key, duplicate tool names, a ``max_agent_steps`` that is not
         a number, or ``participants`` that is not a non-empty list of names.
@@ -176,10 +179,13 @@ class AgentSpec:
         stream_tokens: bool = False,
         endpoint: str | None = None,
         output_type: type[BaseModel] | dict[str, Any] | None = None,
+        upgrade_at_turn_boundary: bool = False,
     ) -> None:
-        if not isinstance(stream_tokens, bool):
-            raise TypeError(f"stream_tokens must be True or False, got {stream_tokens!r}.")
+        for name, flag in (("stream_tokens", stream_tokens), ("upgrade_at_turn_boundary", upgrade_at_turn_boundary)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False, got {flag!r}.")
         self.stream_tokens = stream_tokens
+        self.upgrade_at_turn_boundary = upgrade_at_turn_boundary
         if isinstance(model, (Model, Fallback)) and endpoint is not None:
             raise ValueError("Give the endpoint inside Model(...) or Fallback([...]), not as endpoint= as well.")
         choices = model.models if isinstance(model, Fallback) else [as_model(model, endpoint)]
@@ -367,6 +373,7 @@ class AgentSpec:
             **({"endpoint": self.endpoint} if self.endpoint else {}),
             **({"output_schema": self.output_schema} if self.output_schema else {}),
             **({"fallback_models": [m.model_dump() for m in self.fallback_models]} if self.fallback_models else {}),
+            **({"upgrade_at_turn_boundary": True} if self.upgrade_at_turn_boundary else {}),
         }
 
     @classmethod
@@ -409,4 +416,5 @@ class AgentSpec:
             participants=data.get("participants"),
             stream_tokens=data.get("stream_tokens", False),
             output_type=data.get("output_schema"),
+            upgrade_at_turn_boundary=data.get("upgrade_at_turn_boundary", False),
         )

@@ -30,10 +30,13 @@ from core.settings import ConfigurationError, env_name, get_settings
 from core.spec import AgentSpec
 from core.tools import Tool
 from core.trust import trust_modules
+from runtime.deployment import deployment_config, pinned_by_default
 from runtime.mcp_servers import MCPServers, MCPServersPlugin
 from runtime.model_queue import ModelQueuePlugin
 from runtime.plugin import AgentPlugin, connect
+from runtime.replay import ReplayProbeActivities
 from runtime.tool_loading import ToolSpecError, load_tools
+from workflows.replay_probe import ReplayProbeWorkflow
 
 #: Crash recovery: a workflow task stuck on a dead worker's sticky queue moves to the shared
 #: queue after this long (Temporal's default is 5 s). Activity heartbeats (3 s timeout, sent
@@ -73,6 +76,8 @@ def create_worker(
     *,
     agents: Sequence[AgentSpec] = (),
     trusted_modules: Sequence[str] = (),
+    deployment_name: str | None = None,
+    build_id: str | None = None,
     **worker_options: Any,
 ) -> Worker:
     """Build a worker for agent runs.
@@ -89,6 +94,12 @@ def create_worker(
         state types come from are trusted when a run's input names them (``core/trust.py``; the tools'
         own modules always are).
     :param trusted_modules: More module prefixes a run's input may name (as ``AGENT_TRUSTED_MODULES``).
+    :param deployment_name: Make the worker build ``build_id`` of this Worker Deployment (Temporal's
+        Worker Versioning; runs are pinned to the build they start on, DESIGN.md "Deploys"). Both or
+        neither; neither reads ``AGENT_DEPLOYMENT_NAME`` and ``AGENT_BUILD_ID``, and without those
+        the worker is unversioned. A ``deployment_config`` in ``worker_options`` wins (its workflows
+        are pinned unless it names another default behaviour).
+    :param build_id: This worker's build id (see ``deployment_name``).
     :param worker_options: Passed to ``temporalio.worker.Worker`` (override the tuned defaults,
         e.g. ``max_cached_workflows``, by default :func:`max_cached_workflows`).
     :raises ValueError: On duplicate tool names or a non-``Tool`` in ``tools``, or a malformed
@@ -97,12 +108,19 @@ def create_worker(
         ``AGENT_MODEL_TASK_QUEUE`` (model calls are rate-limited on their own queue: runtime/model_queue.py).
         A server that cannot start or list its tools raises ``core.mcp.MCPServerError`` from
         ``async with worker`` (or ``worker.run()``), naming its command or URL.
+    :raises core.settings.ConfigurationError: For a deployment name without a build id, or the reverse.
     """
+    if "deployment_config" not in worker_options:
+        worker_options["deployment_config"] = deployment_config(deployment_name, build_id)
+    else:
+        worker_options["deployment_config"] = pinned_by_default(worker_options["deployment_config"])
+    version = worker_options["deployment_config"].version if worker_options["deployment_config"] else None
     tools, toolsets = split_mcp(tools)
     trust_modules([*trusted_modules, *(t.function.__module__ for t in tools)])
     for served in agents:
         trust_modules(served.served_modules())
-    activities: list[Any] = [ToolActivities(tools).invoke_tool, *(extra_activities or [])]
+    probe = ReplayProbeActivities(version.build_id if version else None)  # for `agent deploy move`
+    activities: list[Any] = [ToolActivities(tools).invoke_tool, probe.replay_history, *(extra_activities or [])]
     plugins: list[Any] = [] if has_plugin(client) else [AgentPlugin()]
     if toolsets:
         servers = MCPServers(toolsets)
@@ -132,7 +150,7 @@ def create_worker(
     return Worker(
         client,
         task_queue=task_queue or get_settings().task_queue,
-        workflows=list(extra_workflows or []),
+        workflows=[ReplayProbeWorkflow, *(extra_workflows or [])],
         activities=activities,
         plugins=plugins,
         **options,
@@ -158,21 +176,33 @@ def model_queue_plugin(
     return ModelQueuePlugin(task_queue, calls_per_second, companion)
 
 
-async def run_worker(client: Client, tools: list[Tool | MCPToolset], task_queue: str | None = None) -> None:
-    """Run a worker until SIGINT/SIGTERM."""
-    worker = create_worker(client, tools=tools, task_queue=task_queue)
+async def run_worker(
+    client: Client,
+    tools: list[Tool | MCPToolset],
+    task_queue: str | None = None,
+    deployment_name: str | None = None,
+    build_id: str | None = None,
+) -> None:
+    """Run a worker until SIGINT/SIGTERM (``deployment_name``/``build_id`` as :func:`create_worker`)."""
+    worker = create_worker(
+        client, tools=tools, task_queue=task_queue, deployment_name=deployment_name, build_id=build_id
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with worker:
-        logging.getLogger(__name__).info("worker polling task queue %r", worker.task_queue)
+        config = worker.config().get("deployment_config")
+        version = (
+            f" as build {config.version.build_id!r} of deployment {config.version.deployment_name!r}" if config else ""
+        )
+        logging.getLogger(__name__).info("worker polling task queue %r%s", worker.task_queue, version)
         print(f"worker ready {os.getpid()}", flush=True)  # for supervisors and tests waiting on start-up
         await stop.wait()
 
 
-async def _connect_and_run(tools: list[Tool | MCPToolset], task_queue: str | None) -> None:
-    await run_worker(await connect(), tools, task_queue)
+async def _connect_and_run(tools: list[Tool | MCPToolset], args: argparse.Namespace) -> None:
+    await run_worker(await connect(), tools, args.task_queue, args.deployment_name, args.build_id)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -190,6 +220,15 @@ def build_parser() -> argparse.ArgumentParser:
         "found in the current directory; repeatable. Default: the demo's two tools",
     )
     parser.add_argument("--task-queue", help="task queue to poll (default: $AGENT_TASK_QUEUE or agent)")
+    parser.add_argument(
+        "--deployment-name",
+        metavar="NAME",
+        help="make this worker a version of Worker Deployment NAME (Temporal Worker Versioning: runs stay on the "
+        "build they started on); needs --build-id (default: $AGENT_DEPLOYMENT_NAME; neither: unversioned)",
+    )
+    parser.add_argument(
+        "--build-id", metavar="ID", help="this worker's build id within --deployment-name (default: $AGENT_BUILD_ID)"
+    )
     return parser
 
 
@@ -206,11 +245,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
     try:  # a bad setting stops the worker before it connects, with the variable named
         get_settings()
+        deployment_config(args.deployment_name, args.build_id)
     except ConfigurationError as exc:
         sys.exit(f"worker: {exc}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        asyncio.run(_connect_and_run(tools, args.task_queue))
+        asyncio.run(_connect_and_run(tools, args))
     except MCPServerError as exc:  # a server of --tools that cannot start: named, no traceback
         sys.exit(f"worker: {exc}")
 

@@ -66,6 +66,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.turns import DEFAULT_CANCEL_REASON, ConversationTurns
 
 
+# Pinned on versioned workers (DESIGN.md "Deploys"): create_worker makes PINNED their default
+# behaviour (runtime/deployment.py), since the server refuses a behaviour from an unversioned worker.
 @workflow.defn(name=WORKFLOW_TYPE)
 class AgentWorkflow(ConversationTurns):
     """One agent run. Workflow id = run id.

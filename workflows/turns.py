@@ -83,7 +83,7 @@ class ConversationTurns:
             if not chat.session:
                 return
             begin = need_message = True
-            if self._should_continue_as_new(agent):
+            if self._should_continue_as_new(agent) or self._upgrade_due(agent):
                 await self._continue_as_new(agent, run_input, between_turns=True)
 
     async def _wait_for_user(self, run_input: AgentRunInput) -> bool:
@@ -106,6 +106,9 @@ class ConversationTurns:
                 got = False
             if chat.session:  # (a cancel clears it in _after_cancel)
                 chat.set_waiting(False)
+        if got and chat.turn_results and self._upgrade_due(self._require_context().agent):
+            # The message is carried in the snapshot's inbox; the new run, on the current build, answers it.
+            await self._continue_as_new(self._require_context().agent, run_input, between_turns=True)
         if got and chat.turn_results and chat.turn_results[-1].turn == chat.turn:
             chat.turn += 1
             chat.turn_begun = False
@@ -160,11 +163,26 @@ class ConversationTurns:
             )
         )
 
+    @staticmethod
+    def _upgrade_due(agent: AgentSpec) -> bool:
+        """Whether a session that moves at turn boundaries should move now: Temporal says the task
+        queue's target build (current or ramping) is no longer the one this run is pinned to. The
+        flag is refreshed with each workflow task, so a session parked on its user learns it when
+        the next message arrives (Temporal server 1.32 sets it with no extra configuration, about a
+        second after a promote; docs/operations.md)."""
+        return agent.upgrade_at_turn_boundary and workflow.info().is_target_worker_deployment_version_changed()
+
     async def _continue_as_new(self, agent: AgentSpec, run_input: AgentRunInput, between_turns: bool) -> None:
         self.live.close()  # subscribers' waiting polls return and follow to the next run
         if not workflow.all_handlers_finished():
             await workflow.wait_condition(workflow.all_handlers_finished)
-        workflow.continue_as_new(self._snapshot_input(agent, run_input, between_turns))
+        # Between turns a session that moves at turn boundaries starts its next run on the target
+        # build (Temporal's upgrade on continue-as-new); within a turn, and otherwise, it stays pinned.
+        upgrade = between_turns and agent.upgrade_at_turn_boundary
+        workflow.continue_as_new(
+            self._snapshot_input(agent, run_input, between_turns),
+            initial_versioning_behavior=workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE if upgrade else None,
+        )
 
     async def _after_cancel(self, reason: str) -> None:
         """End the run cleanly: close waiting requests as cancelled, give every call a result,

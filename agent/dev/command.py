@@ -27,8 +27,10 @@ from agent.dev.scripted_model import LABEL, ScriptedModelServer
 from agent.dev.stack import DEFAULT_S3_PORT, DevStack
 from agent.inbox.command import describe_identity, dev_identity, start_inbox
 from agent.inbox.identity import IdentityConfig
+from agent.operations.deploys import promote_if_none_current
 from core.converter import payload_codec
-from core.settings import get_settings
+from core.settings import ConfigurationError, get_settings
+from runtime.deployment import deployment_config
 from runtime.telemetry import PROMETHEUS_ENV, prometheus_bind_address
 
 #: File under the data directory holding the scripted model's port of the last start (one integer).
@@ -61,6 +63,10 @@ def _scripted_model(data_dir: Path, port: int | None) -> ScriptedModelServer:
 async def cmd_dev(args: argparse.Namespace, client: None) -> int:
     """Run ``agent dev`` until SIGINT/SIGTERM; returns the exit status."""
     data_dir = Path(args.data_dir).absolute()
+    try:  # a name without a build id (or the reverse) is refused before anything starts
+        deployment_config(args.deployment_name, args.build_id)
+    except ConfigurationError as exc:
+        return _fail(str(exc), 2)
     try:
         lock = DataDirLock(data_dir).acquire()
     except AlreadyRunningError as exc:
@@ -105,6 +111,8 @@ async def _serve(args: argparse.Namespace, data_dir: Path) -> int:
             shell_env = {**model_env, "AGENT_TASK_QUEUE": args.task_queue}
             if generated_key:  # the development key of DATA_DIR/payload-keys; never the user's own
                 shell_env[KEYS_ENV] = keys
+            if args.deployment_name or args.build_id:  # the worker checks that both are given
+                worker_env.update(AGENT_DEPLOYMENT_NAME=args.deployment_name or "", AGENT_BUILD_ID=args.build_id or "")
             if real_model and get_settings().openai_base_url:
                 shell_env["OPENAI_BASE_URL"] = get_settings().openai_base_url
             worker_env.update({**stack.env, **shell_env})
@@ -155,6 +163,10 @@ async def _until_stopped(
         origins = ui_origins(stack.temporal.ui_port) if stack.temporal.ui_port else []
         codec = await start_codec_server(payload_codec(), args.codec_port, origins)
         print(f"Codec server:    {codec.url}  (payloads encrypted; the Temporal UI decodes through it)", flush=True)
+    if args.deployment_name and args.build_id:
+        promoted = await promote_if_none_current(client, args.build_id, args.deployment_name)
+        what = promoted or f"deployment {args.deployment_name} already has a current build (agent deploy status)"
+        print(f"Deployment:      worker is build {args.build_id} of {args.deployment_name}; {what}", flush=True)
     if metrics is not None:
         print(f"Metrics:         http://{metrics}/metrics  (AGENT_PROMETHEUS_BIND)", flush=True)
     watcher = None
@@ -190,7 +202,8 @@ def add_dev_command(subparsers: argparse._SubParsersAction) -> None:
         "*.py file under the current directory changes. DATA_DIR/env.sh has what another shell needs "
         "(source it). One agent dev runs per data directory.",
         "examples:\n  agent dev\n  agent dev --agent examples.quickstart:agent\n"
-        "  agent dev --agent myapp.agents:support --agent myapp.agents:billing --data-dir /tmp/dev2 --port 7240",
+        "  agent dev --agent myapp.agents:support --agent myapp.agents:billing --data-dir /tmp/dev2 --port 7240\n"
+        "  agent dev --deployment-name agent --build-id dev-1",
     )
     dev.add_argument(
         "--agent",
@@ -248,4 +261,11 @@ def add_dev_command(subparsers: argparse._SubParsersAction) -> None:
         default=CODEC_PORT,
         help=f"port of the codec server with --encrypt, on 127.0.0.1 (default {CODEC_PORT})",
     )
+    dev.add_argument(
+        "--deployment-name",
+        metavar="NAME",
+        help="run the worker as a version of Worker Deployment NAME (with --build-id; docs/operations.md, "
+        '"Deploys"); the build is made current when the deployment has none yet',
+    )
+    dev.add_argument("--build-id", metavar="ID", help="the worker's build id within --deployment-name")
     dev.set_defaults(handler=cmd_dev, needs_client=False)

@@ -27,7 +27,7 @@ from agent.dev.env_file import write_env_file
 from agent.dev.ports import LOOPBACK, ensure_port_free, find_executable, free_port, read_port_file, write_port_file
 from agent.dev.processes import DevServerError
 from agent.dev.s3_server import DUMMY_AWS_CREDENTIALS, MotoS3Server
-from agent.dev.temporal_server import DEFAULT_SEARCH_ATTRIBUTES, TemporalDevServer
+from agent.dev.temporal_server import DEFAULT_SEARCH_ATTRIBUTES, VERSIONING_DYNAMIC_CONFIG, TemporalDevServer
 
 #: Bucket names used by the embedded stack and by docker-compose.
 DEFAULT_TOOL_RESULTS_BUCKET = "tool-results"
@@ -99,6 +99,7 @@ class DevStack:
             log_file=self.data_dir / "temporal.log",
             with_ui=with_ui,
             search_attributes=search_attributes,
+            dynamic_config=VERSIONING_DYNAMIC_CONFIG,
         )
         stored = self.stored_s3_port(self.data_dir)
         #: Where the S3 port came from: ``"given"``, ``"remembered"`` (``s3.port``), ``"default"`` or ``"free"``.

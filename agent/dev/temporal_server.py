@@ -18,6 +18,14 @@ from agent.dev.server_process import ProcessBackedServer
 #: Search attributes every stack of this project registers (name -> Temporal type).
 DEFAULT_SEARCH_ATTRIBUTES: dict[str, str] = {"AgentWaitingForApproval": "Bool", "AgentWaitingForUser": "Bool"}
 
+#: Worker Versioning on the embedded server (DESIGN.md "Deploys"): a draining build's drainage is
+#: checked every few seconds instead of every few minutes, so ``agent deploy status`` shows
+#: Temporal's "drained" soon after a build's last run ends. Production servers keep their defaults.
+VERSIONING_DYNAMIC_CONFIG: dict[str, object] = {
+    "matching.wv.VersionDrainageStatusRefreshInterval": "2s",
+    "matching.wv.VersionDrainageStatusVisibilityGracePeriod": "2s",
+}
+
 _SEARCH_ATTRIBUTE_TYPES = ("Text", "Keyword", "Int", "Double", "Bool", "Datetime", "KeywordList")
 
 

@@ -11,6 +11,8 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from agent.command_line import add_command, add_run_argument
+from agent.operations import deploy_commands
+from agent.operations.deploys import DeployError, deployment_name, version_query
 from agent.operations.replay_check import DEFAULT_FILTER, ReplayCheckReport, replay_check, runs_query
 from agent.operations.rewind import RewindRefused, rewind
 
@@ -50,14 +52,18 @@ async def cmd_replay_check(args: argparse.Namespace, client: Client) -> int:
             print(f"replay-check: {checked} runs replayed so far ...", file=sys.stderr, flush=True)
 
     try:
-        report = await replay_check(client, query=args.query, limit=args.limit, on_result=progress)
-    except ValueError as exc:
+        query = args.query
+        if args.build is not None:  # the open runs pinned to that build (and whatever --query adds)
+            build = version_query(await deployment_name(client, args.deployment), args.build)
+            query = f"{build} AND ({query or DEFAULT_FILTER})"
+        report = await replay_check(client, query=query, limit=args.limit, on_result=progress)
+    except (ValueError, DeployError) as exc:
         print(f"agent: error: {exc}", file=sys.stderr)
         return 2
     except RPCError as exc:
         if exc.status != RPCStatusCode.INVALID_ARGUMENT:
             raise
-        print(f"agent: error: Temporal cannot run the query {runs_query(args.query)!r}: {exc.message}", file=sys.stderr)
+        print(f"agent: error: Temporal cannot run the query {runs_query(query)!r}: {exc.message}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
@@ -89,7 +95,7 @@ async def cmd_rewind(args: argparse.Namespace, client: Client) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    """Add ``replay-check`` and ``rewind`` to the CLI's subparsers."""
+    """Add ``replay-check``, ``rewind`` and ``deploy`` to the CLI's subparsers."""
     check = add_command(
         sub,
         "replay-check",
@@ -104,7 +110,8 @@ def add_commands(sub: Any) -> None:
         "  1  some runs would break: each is named with its first mismatch (the non-determinism error)\n"
         "  2  bad arguments (a --query Temporal cannot run, a --limit under 1)",
         "examples:\n  agent replay-check\n  agent replay-check --query \"TaskQueue = 'billing'\" --json\n"
-        "  agent replay-check --query \"ExecutionStatus = 'Running' AND StartTime > '2026-11-01T00:00:00Z'\" --limit 500",
+        "  agent replay-check --query \"ExecutionStatus = 'Running' AND StartTime > '2026-11-01T00:00:00Z'\" --limit 500\n"
+        "  agent replay-check --build v1",
     )
     check.add_argument(
         "--query",
@@ -112,6 +119,17 @@ def add_commands(sub: Any) -> None:
         default=None,
         help=f"Temporal visibility query picking the runs, ANDed with WorkflowType = 'AgentWorkflow' "
         f'(default: "{DEFAULT_FILTER}")',
+    )
+    check.add_argument(
+        "--build",
+        metavar="BUILD_ID",
+        help="only the open runs pinned to this build of the Worker Deployment (ANDed with --query): check a "
+        "build's parked runs against the code installed here before `agent deploy move` or before its workers stop",
+    )
+    check.add_argument(
+        "--deployment",
+        metavar="NAME",
+        help="the deployment of --build (default: $AGENT_DEPLOYMENT_NAME, else the only one)",
     )
     check.add_argument(
         "--limit", type=int, default=None, metavar="N", help="check at most N runs (default: all); a cut list says so"
@@ -149,3 +167,5 @@ def add_commands(sub: Any) -> None:
     )
     back.add_argument("--json", action="store_true", help="print what was done as JSON")
     back.set_defaults(handler=cmd_rewind)
+
+    deploy_commands.add_commands(sub)

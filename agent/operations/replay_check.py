@@ -14,19 +14,15 @@ uses), one replay worker for all of them.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from temporalio.client import Client, WorkflowExecution, WorkflowHistory
-from temporalio.runtime import Runtime, TelemetryConfig
-from temporalio.worker import Replayer, WorkflowReplayResult
-from temporalio.workflow import NondeterminismError
+from temporalio.worker import WorkflowReplayResult
 
 from core.wire import WORKFLOW_TYPE
-from runtime.plugin import AgentPlugin
-from workflows.agent_workflow import AgentWorkflow
+from runtime.replay import first_mismatch, replayer
 
 #: Which runs are checked without ``--query``: every running agent run.
 DEFAULT_FILTER = "ExecutionStatus = 'Running'"
@@ -96,31 +92,6 @@ class ReplayCheckReport:
             "truncated": self.truncated,
             "limit": self.limit,
         }
-
-
-def first_mismatch(failure: BaseException) -> str:
-    """The replay failure in one line: the message core puts inside the activation failure
-    (``[TMPRL1100] Nondeterminism error: Timer machine does not handle this event: ...``) as
-    ``non-determinism [TMPRL1100]: Timer machine ...``; any other failure as ``Type: message``."""
-    text = str(failure)
-    found = re.search(r'message: "(.*?)"(?:, source:|\s*\})', text, re.S)
-    inner = found.group(1).replace('\\"', '"') if found else text
-    code = re.match(r"\[(TMPRL\d+)\]\s*", inner)
-    if code:
-        inner = inner[code.end() :]
-    inner = re.sub(r"^Nondeterminism error:\s*", "", inner, flags=re.I)
-    nondeterminism = isinstance(failure, NondeterminismError) or "nondetermin" in text.lower()
-    kind = "non-determinism" if nondeterminism else type(failure).__name__
-    return f"{kind}{f' [{code.group(1)}]' if code else ''}: {' '.join(inner.split())}"
-
-
-def replayer() -> Replayer:
-    """A replayer with the project's plugin: the data converter, external storage, sandbox and
-    interceptors a worker of this installation uses. Its own runtime logs nothing: core would print
-    each mismatch as a warning on stdout, and the report already names them."""
-    return Replayer(
-        workflows=[AgentWorkflow], plugins=[AgentPlugin()], runtime=Runtime(telemetry=TelemetryConfig(logging=None))
-    )
 
 
 async def _listed(client: Client, query: str, limit: int | None, report: ReplayCheckReport) -> list[WorkflowExecution]:
