@@ -330,7 +330,7 @@ class ModelActivities:
                 failures.append(f"{choice.describe()}: {err.message}")
                 activity.logger.warning("Model %s failed, trying the next one: %s", choice.describe(), err.message)
                 continue
-            account(output, choice)
+            account(output.usage, output.message, choice)
             if len(choices) > 1 or choice.endpoint:
                 output.message.meta["answered_by"] = {"model": choice.name, "endpoint": choice.endpoint}
             if failures:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jsonschema
 
@@ -18,20 +18,17 @@ from core.messages import ChatMessage
 from core.models import Model
 from core.settings import get_settings
 
-if TYPE_CHECKING:
-    from activities.model import ModelCallOutput
-
 #: ``ApplicationError.type`` of a final answer that is not the agent's ``output_type`` after one correction.
 OUTPUT_INVALID_ERROR = "ModelOutputInvalid"
 #: Longest part of a validation error sent back to the model or put in a failure.
 _PROBLEM_CHARS = 1_000
 
 
-def account(output: ModelCallOutput, choice: Model) -> None:
-    """Add to the call's usage its cost (when ``AGENT_MODEL_PRICES`` prices the model) and a
-    ``by_model`` breakdown under ``model`` or ``model@ENDPOINT``. Usage is summed key by key
-    (``core.payloads.add_usage``), so a run's ``token_usage`` carries both, sub-agents' included."""
-    usage = output.usage
+def account(usage: dict[str, Any], reply: ChatMessage, choice: Model) -> None:
+    """Add to a call's ``usage`` (and its ``reply``'s) the cost (when ``AGENT_MODEL_PRICES`` prices
+    the model) and a ``by_model`` breakdown under ``model`` or ``model@ENDPOINT``. Usage is summed
+    key by key (``core.payloads.add_usage``), so a run's ``token_usage`` carries both, sub-agents'
+    included."""
     key = f"{choice.name}@{choice.endpoint}" if choice.endpoint else choice.name
     prices = get_settings().model_prices or {}
     price = prices.get(key) or prices.get(choice.name)
@@ -40,7 +37,7 @@ def account(output: ModelCallOutput, choice: Model) -> None:
         cost = (usage.get("prompt_tokens", 0) * price[0] + usage.get("completion_tokens", 0) * price[1]) / 1_000_000
         usage["cost"] = counted["cost"] = round(cost, 9)
     usage["by_model"] = {key: counted}
-    output.message.meta["usage"] = dict(usage)
+    reply.meta["usage"] = dict(usage)
 
 
 def response_format(schema: dict[str, Any]) -> dict[str, Any]:
