@@ -337,7 +337,6 @@ async def _why_ended(handle: AgentRunHandle) -> str:
     )
 
 
-
 def load_agui_agents(paths: list[str], task_queue: str) -> dict[str, AguiAgent]:
     """The agents ``--agent MODULE:ATTR`` names, by endpoint name (:func:`agui_name`).
 

@@ -139,20 +139,34 @@ class AguiTranslator:
                 out += self._add_text(self._text_of(key), str(data.get("text", "")))
         elif kind == "model_reply":
             out += self._reply(key, data)
+        elif kind == "tool_started":
+            self._call_of(event)
         elif kind == "tool_finished":
-            call = self.calls.get(str(data.get("tool_call_id")))
-            if call is not None:
-                call.preview = str(data.get("result_preview", ""))
-                if self.exact_previews and len(call.preview) < RESULT_PREVIEW_CHARS:
-                    out += self._result(call, call.preview)
+            call = self._call_of(event)
+            call.preview = str(data.get("result_preview", ""))
+            if self.exact_previews and len(call.preview) < RESULT_PREVIEW_CHARS:
+                out += self._result(call, call.preview)
         elif kind == "approval_requested":
             self.asked.add(str(data.get("tool_call_id")))
         elif kind == "decision":
-            call_id = str(data.get("tool_call_id"))
-            self.asked.discard(call_id)
-            if data.get("action") == "reject" and call_id in self.calls:
-                self.calls[call_id].rejected = True
+            self.asked.discard(str(data.get("tool_call_id")))
+            if data.get("action") == "reject":
+                self._call_of(event).rejected = True
         return out
+
+    def _call_of(self, event: RunEvent) -> _Call:
+        """The call an event is about; one shown in an earlier AG-UI run (a resumed approval) is
+        known from here on by its id, its tool and its step."""
+        call_id = str(event.data.get("tool_call_id"))
+        if call_id not in self.calls:
+            self.calls[call_id] = _Call(
+                id=call_id,
+                name=str(event.data.get("tool_name")),
+                arguments=json.dumps(event.data.get("arguments") or {}),
+                parent=message_id(self.run_id, event.turn, event.step, self.attempts.get((event.turn, event.step), 1)),
+                step=(event.turn, event.step),
+            )
+        return self.calls[call_id]
 
     def _text_of(self, key: tuple[int, int | None]) -> _Text:
         mid = message_id(self.run_id, key[0], key[1], self.attempts.get(key, 1))
@@ -215,7 +229,9 @@ class AguiTranslator:
                 ToolCallEndEvent(tool_call_id=call.id),
             ]
         if text.text or tool_calls:
-            self.messages[text.id] = AssistantMessage(id=text.id, content=text.text or None, tool_calls=tool_calls or None)
+            self.messages[text.id] = AssistantMessage(
+                id=text.id, content=text.text or None, tool_calls=tool_calls or None
+            )
         return out
 
     def _result(self, call: _Call, content: str) -> list[BaseEvent]:
@@ -263,7 +279,8 @@ class AguiTranslator:
         the client has everything folded so far."""
         held = {m.id: m for m in has}
         conflict = any(
-            isinstance(m, UserMessage) and m.id not in held
+            isinstance(m, UserMessage)
+            and m.id not in held
             or isinstance(m, AssistantMessage)
             and m.id in held
             and not (m.content or "").startswith(_text_of(held[m.id]))
@@ -291,7 +308,9 @@ class AguiTranslator:
             for call in self.calls.values():
                 if call.id not in held_calls:
                     out += [
-                        ToolCallStartEvent(tool_call_id=call.id, tool_call_name=call.name, parent_message_id=call.parent),
+                        ToolCallStartEvent(
+                            tool_call_id=call.id, tool_call_name=call.name, parent_message_id=call.parent
+                        ),
                         ToolCallArgsEvent(tool_call_id=call.id, delta=call.arguments),
                         ToolCallEndEvent(tool_call_id=call.id),
                     ]

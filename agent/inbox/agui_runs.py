@@ -90,7 +90,9 @@ def decisions_of(entries: list[ResumeEntry], approver: str) -> list[ToolDecision
                 field=f"{where}.payload.action",
             )
         if action == "modify" and payload.arguments is None:
-            raise AguiError(422, f"{where}.payload.arguments: a modify needs the new arguments.", field=f"{where}.payload.arguments")
+            raise AguiError(
+                422, f"{where}.payload.arguments: a modify needs the new arguments.", field=f"{where}.payload.arguments"
+            )
         decisions.append(
             ToolDecision(
                 tool_call_id=entry.interrupt_id,
@@ -122,7 +124,9 @@ def newest_user_message(messages: list[Message]) -> NewMessage | None:
             content = message.content
             text = content if isinstance(content, str) else "".join(getattr(p, "text", "") or "" for p in content)
             if not text.strip():
-                raise AguiError(422, f"messages[{index}].content: the user message has no text.", field=f"messages[{index}].content")
+                raise AguiError(
+                    422, f"messages[{index}].content: the user message has no text.", field=f"messages[{index}].content"
+                )
             return NewMessage(id=message.id, text=text)
     return None
 
