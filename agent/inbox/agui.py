@@ -47,7 +47,7 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from agent.agent import Agent
-from agent.approvals.decisions import DecisionRefusedError, RunNotAnsweringError, UnknownRunError
+from agent.approvals.decisions import ConfirmationError, DecisionRefusedError, RunNotAnsweringError, UnknownRunError
 from agent.client import AgentRunHandle
 from agent.conversation import ConversationError, MessageRefusedError
 from agent.inbox.agui_events import AguiTranslator
@@ -239,8 +239,8 @@ async def _stream(inbox: InboxContext, served: AguiAgent, run_input: RunAgentInp
             yield encoder.encode(event)
             if isinstance(event, (RunFinishedEvent, RunErrorEvent)):
                 return
-    except STREAM_ERRORS as err:
-        yield encoder.encode(RunErrorEvent(message=f"The run's events could not be read: {err}"))
+    except (*STREAM_ERRORS, ConfirmationError) as err:
+        yield encoder.encode(RunErrorEvent(message=f"The run could not be followed: {err}"))
 
 
 async def _events(

@@ -90,3 +90,30 @@ def chat_agent(model: str) -> Agent:
         hooks={"before_tool": [ConfirmationHook({"deploy_service": strategy})]},
         stream_tokens=True,
     )
+
+
+def build_bundle(client_dir: Path, out: Path) -> Path:
+    """Bundle the example page's client (``examples/agui_frontend/entry.mjs``) with esbuild, as
+    the example's build.sh does, into ``out``; returns ``out``.
+
+    :raises RuntimeError: When esbuild fails.
+    """
+    entry = HERE.parents[3] / "examples" / "agui_frontend" / "entry.mjs"
+    done = subprocess.run(
+        [
+            str(client_dir / "node_modules" / ".bin" / "esbuild"),
+            str(entry),
+            "--bundle",
+            "--format=esm",
+            "--platform=browser",
+            f"--outfile={out}",
+            "--log-level=warning",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NODE_PATH": str(client_dir / "node_modules")},
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"esbuild failed: {done.stderr[-2000:]}")
+    return out
