@@ -6,6 +6,7 @@
 //     {"say": TEXT, "messageId"?}        add a user message and run the agent (a new turn)
 //     {"resume": {"action", "feedback"?, "arguments"?, "argumentsSha256"?: "from-interrupt"} | "cancelled"}
 //                                         answer every pending interrupt and run
+//     {"resume": ..., "onlyFirst": true}   the first interrupt gets it, the others are cancelled
 //     {"say"/"resume"..., "dropAfter": N} abort the HTTP stream after N TEXT_MESSAGE_CONTENT events
 //     {"reattach": true}                  a new HttpAgent on the same thread with the messages the old one
 //                                         had (a reloaded page), run with no new message
@@ -41,6 +42,8 @@ async function runStep(agent, step) {
       if (step.resume === "cancelled") return { interruptId: interrupt.id, status: "cancelled" };
       const payload = { ...step.resume };
       if (payload.argumentsSha256 === "from-interrupt") payload.argumentsSha256 = interrupt.metadata.argumentsSha256;
+      // onlyFirst: the first interrupt gets the payload, the others are cancelled (rejected)
+      if (step.onlyFirst && interrupt !== agent.pendingInterrupts[0]) return { interruptId: interrupt.id, status: "cancelled" };
       return { interruptId: step.interruptId || interrupt.id, status: "resolved", payload };
     });
   }

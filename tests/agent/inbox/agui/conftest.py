@@ -23,12 +23,13 @@ def agui_client_dir() -> Path:
 
 @pytest.fixture
 def serve_agui(client: Client, browser_worker: str) -> Callable:
-    """``async with serve_agui(model) as url``: an inbox (identity: the X-Forwarded-User header)
-    serving :func:`chat_agent` for ``model`` at ``url`` = ``.../ag-ui/chat``."""
+    """``async with serve_agui(model) as url``: an inbox (identity: the X-Forwarded-User header,
+    unless ``identity=`` says) serving :func:`chat_agent` for ``model`` at ``url`` = ``.../ag-ui/chat``."""
 
-    def serve(model: str, **agent_options) -> _Served:
-        agent = AguiAgent(name="chat", agent=chat_agent(model), task_queue=browser_worker, **agent_options)
-        app = create_app(client, identity=IdentityConfig(header=IDENTITY_HEADER), agents={"chat": agent})
+    def serve(model: str, identity: IdentityConfig | None = None) -> _Served:
+        agent = AguiAgent(name="chat", agent=chat_agent(model), task_queue=browser_worker)
+        identity = identity or IdentityConfig(header=IDENTITY_HEADER)
+        app = create_app(client, identity=identity, agents={"chat": agent})
         return _Served(InboxServer(app, port=0))
 
     return serve

@@ -7,9 +7,10 @@ from __future__ import annotations
 import uuid
 
 from agent import get_run
+from agent.inbox import IdentityConfig
 from agent.inbox.agui_runs import thread_status
 from tests.agent.inbox.agui.support import drive, text_of, types
-from tests.agent.inbox.support import IDENTITY_HEADER
+from tests.agent.inbox.support import IDENTITY_HEADER, tool_calls_of
 
 ALICE = {IDENTITY_HEADER: "alice"}
 
@@ -259,3 +260,47 @@ async def test_identity_comes_from_the_inbox_and_an_unknown_agent_is_404(
     assert "error" not in named
     received = [e async for e in _until_turn_end(get_run(client, run_id), 1) if e.kind == "message_received"]
     assert received[0].data["sender"] == "bob"
+
+
+async def test_a_read_only_inbox_refuses_with_403(scripted, model, serve_agui, agui_client_dir):
+    run_id = thread()
+    body = {"threadId": run_id, "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": "hi"}]}
+    async with serve_agui(model, identity=IdentityConfig()) as url:
+        (refused,) = await drive(agui_client_dir, url, run_id, [{"raw": {"body": body}}], headers=ALICE)
+    assert refused["status"] == 403 and "read-only" in refused["body"]
+
+
+async def test_modify_runs_the_call_with_new_arguments_and_two_waiting_calls_are_two_interrupts(
+    scripted, model, agui_url, agui_client_dir
+):
+    scripted.script(
+        model,
+        [
+            {
+                "tool_calls": [
+                    {"id": "call_1", "name": "deploy_service", "arguments": {"service": "api", "replicas": 9}},
+                    {"id": "call_2", "name": "deploy_service", "arguments": {"service": "db", "replicas": 2}},
+                ]
+            },
+            {"text": "Done as modified."},
+        ],
+    )
+    run_id = thread()
+    asked, modified = await drive(
+        agui_client_dir,
+        agui_url,
+        run_id,
+        [
+            {"say": "deploy api x9 and db x2"},
+            {"resume": {"action": "modify", "arguments": {"service": "api", "replicas": 1}}, "onlyFirst": True},
+        ],
+        headers=ALICE,
+    )
+    assert [i["id"] for i in asked["pendingInterrupts"]] == ["call_1", "call_2"]
+    assert "error" not in modified, modified
+    results = {e["toolCallId"]: e["content"] for e in modified["events"] if e["type"] == "TOOL_CALL_RESULT"}
+    assert results["call_1"] == "deployed api x1 in eu-west-1"
+    # The cancelled interrupt rejected call_2: its result is the rejection text the model got.
+    assert results["call_2"] == "Tool execution for 'deploy_service' was rejected by the user."
+    assert [(c["service"], c["replicas"]) for c in tool_calls_of(run_id)] == [("api", 1)]
+    assert text_of(modified) == "Done as modified."

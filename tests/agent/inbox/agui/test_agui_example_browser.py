@@ -4,6 +4,7 @@ the run; the page loads nothing from outside its own origin."""
 
 from __future__ import annotations
 
+import pytest
 from playwright.async_api import expect
 
 from agent.inbox import IdentityConfig, InboxServer, create_app
@@ -15,6 +16,7 @@ from tests.agent.inbox.support import tool_calls_of
 WAIT_MS = 30_000
 
 
+@pytest.mark.slow
 async def test_the_example_page_chats_and_approves_through_an_approval_card(
     client, scripted, model, browser, browser_worker, agui_client_dir, tmp_path
 ):
