@@ -103,6 +103,7 @@ class _Plan:
     target: int | None = None
     reattach: bool = False
     unsent: str | None = None
+    resumed: bool = False
 
 
 def routes(inbox: InboxContext, agents: dict[str, AguiAgent]) -> list[Route]:
@@ -176,7 +177,7 @@ async def _prepare(inbox: InboxContext, served: AguiAgent, run_input: RunAgentIn
         start = await stream_offset(client, thread)
         for index, decision in enumerate(decisions):
             await _decide(handle, decision, index, inbox)
-        return _Plan(start=start)
+        return _Plan(start=start, resumed=True)
     message = newest_user_message(run_input.messages)
     if status is None:
         if message is None:
@@ -251,6 +252,11 @@ async def _events(
     thread, run = run_input.thread_id, run_input.run_id
     # A re-attach folds the events so far without sending them, then sends what the client lacks.
     caught_up = await stream_offset(inbox.client, thread) if plan.reattach else 0
+    if plan.resumed:  # calls the resume left undecided still wait: they are this run's interrupts
+        waiting = await _interrupted(handle, thread, run)
+        if waiting is not None:
+            yield waiting
+            return
     if plan.reattach and caught_up == 0:
         for produced in _caught_up(translator, run_input, plan):
             yield produced
@@ -280,14 +286,12 @@ async def _events(
 
 def _caught_up(translator: AguiTranslator, run_input: RunAgentInput, plan: _Plan) -> list[BaseEvent]:
     """What a re-attaching client lacks; then ``RUN_ERROR`` for a message a closed thread never got,
-    or ``RUN_FINISHED`` when no turn is running (nothing more will come)."""
+    or ``RUN_FINISHED`` when no turn is running and no call waits (nothing more will come)."""
     out = translator.catch_up(run_input.messages)
     thread, run = run_input.thread_id, run_input.run_id
     if plan.unsent is not None and plan.unsent not in translator.messages:
         out.append(RunErrorEvent(message=f"Thread '{thread}' has ended: it takes no new message.", code="thread_ended"))
-    elif translator.asked:
-        pass  # the caller asks the run which calls wait
-    elif not (translator.turn_open or translator.awaiting_turn):
+    elif not translator.asked and not (translator.turn_open or translator.awaiting_turn):
         out.append(RunFinishedEvent(thread_id=thread, run_id=run))
     return out
 
@@ -303,28 +307,34 @@ async def _finished(
     if event.kind == "turn_ended" and (plan.target is None or event.turn >= plan.target):
         return RunFinishedEvent(thread_id=thread, run_id=run)
     if translator.asked:
-        pending = await handle.pending_confirmations()
-        if pending:
-            interrupts = [
-                Interrupt(
-                    id=call.tool_call_id,
-                    reason="tool_approval",
-                    message=f"Approve {call.tool_name}({json.dumps(call.tool_params)})?",
-                    tool_call_id=call.tool_call_id,
-                    expires_at=call.expires_at.isoformat() if call.expires_at else None,
-                    metadata={
-                        "toolName": call.tool_name,
-                        "arguments": call.tool_params,
-                        "argumentsSha256": call.arguments_sha256,
-                    },
-                )
-                for call in pending
-            ]
-            return RunFinishedEvent(
-                thread_id=thread, run_id=run, outcome=RunFinishedInterruptOutcome(interrupts=interrupts)
-            )
+        waiting = await _interrupted(handle, thread, run)
+        if waiting is not None:
+            return waiting
         translator.asked.clear()
     return None
+
+
+async def _interrupted(handle: AgentRunHandle, thread: str, run: str) -> RunFinishedEvent | None:
+    """``RUN_FINISHED`` with an interrupt per call of the run waiting for approval; None when none waits."""
+    pending = await handle.pending_confirmations()
+    if not pending:
+        return None
+    interrupts = [
+        Interrupt(
+            id=call.tool_call_id,
+            reason="tool_approval",
+            message=f"Approve {call.tool_name}({json.dumps(call.tool_params)})?",
+            tool_call_id=call.tool_call_id,
+            expires_at=call.expires_at.isoformat() if call.expires_at else None,
+            metadata={
+                "toolName": call.tool_name,
+                "arguments": call.tool_params,
+                "argumentsSha256": call.arguments_sha256,
+            },
+        )
+        for call in pending
+    ]
+    return RunFinishedEvent(thread_id=thread, run_id=run, outcome=RunFinishedInterruptOutcome(interrupts=interrupts))
 
 
 async def _why_ended(handle: AgentRunHandle) -> str:
