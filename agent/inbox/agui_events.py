@@ -248,7 +248,9 @@ class AguiTranslator:
         waiting = [
             c
             for c in self.calls.values()
-            if not c.result_sent and (c.preview is not None or c.rejected) and (before is None or c.step < before)
+            if not c.result_sent
+            and (c.preview is not None or c.rejected)
+            and (before is None or _at(c.step) < _at(before))
         ]
         if not waiting:
             return []
@@ -278,14 +280,16 @@ class AguiTranslator:
         conversation when the client lacks a user message or holds text that differs. Afterwards
         the client has everything folded so far."""
         held = {m.id: m for m in has}
-        conflict = any(
-            isinstance(m, UserMessage)
-            and m.id not in held
-            or isinstance(m, AssistantMessage)
-            and m.id in held
-            and not (m.content or "").startswith(_text_of(held[m.id]))
-            for m in self.messages.values()
+        order = list(self.messages.values())
+        last_held = max((i for i, m in enumerate(order) if m.id in held), default=-1)
+        # Events add messages at the end of the client's list: what it lacks must all come after
+        # what it holds, and what it holds must be the start of what the run has.
+        missing = any((isinstance(m, UserMessage) or i < last_held) and m.id not in held for i, m in enumerate(order))
+        differs = any(
+            isinstance(m, AssistantMessage) and m.id in held and not (m.content or "").startswith(_text_of(held[m.id]))
+            for m in order
         )
+        conflict = missing or differs
         out: list[BaseEvent] = []
         if conflict:
             out.append(MessagesSnapshotEvent(messages=list(self.messages.values())))
@@ -321,6 +325,11 @@ class AguiTranslator:
             if text.open and conflict:
                 out.append(TextMessageStartEvent(message_id=text.id, role="assistant"))
         return out
+
+
+def _at(key: tuple[int, int | None]) -> tuple[int, int]:
+    """A ``(turn, step)`` that sorts (a turn-level event has no step: it comes first)."""
+    return key[0], -1 if key[1] is None else key[1]
 
 
 def _text_of(message: Message) -> str:
