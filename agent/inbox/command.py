@@ -27,7 +27,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "Serve the web approvals inbox for the namespace of TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE. "
         "Approvers are identified by a trusted header from your reverse proxy (--identity-header) or a token "
         "table (--tokens); with neither, the inbox is read-only.",
-        "examples:\n  agent inbox --identity-header X-Forwarded-User\n  agent inbox --tokens tokens.txt --port 8765",
+        "examples:\n  agent inbox --identity-header X-Forwarded-User\n  agent inbox --tokens tokens.txt --port 8765\n"
+        "  agent inbox --identity-header X-Forwarded-User --agent myapp.agents:support   # + POST /ag-ui/support",
     )
     inbox.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     inbox.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)")
