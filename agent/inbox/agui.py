@@ -281,6 +281,8 @@ async def _events(
         if finished is not None:
             yield finished
             return
+    for produced in await translator.flush_results():  # what the model got before the run failed
+        yield produced
     yield RunErrorEvent(message=await _why_ended(handle), code="run_ended")
 
 

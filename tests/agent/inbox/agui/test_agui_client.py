@@ -304,3 +304,21 @@ async def test_modify_runs_the_call_with_new_arguments_and_two_waiting_calls_are
     assert results["call_2"] == "Tool execution for 'deploy_service' was rejected by the user."
     assert [(c["service"], c["replicas"]) for c in tool_calls_of(run_id)] == [("api", 1)]
     assert text_of(modified) == "Done as modified."
+
+
+async def test_a_long_result_is_sent_whole_and_a_failed_run_ends_with_run_error(
+    scripted, model, agui_url, agui_client_dir
+):
+    scripted.script(
+        model,
+        [
+            {"tool_calls": [{"id": "call_long", "name": "fetch_logs", "arguments": {"service": "api", "lines": 40}}]},
+            {"error": {"status": 400, "message": "the model refuses this request"}},
+        ],
+    )
+    (step,) = await drive(agui_client_dir, agui_url, thread(), [{"say": "all the logs"}], headers=ALICE)
+    (result,) = [e for e in step["events"] if e["type"] == "TOOL_CALL_RESULT"]
+    # longer than a live event's preview (500 characters): read whole from the model call's input
+    assert len(result["content"]) > 1000 and result["content"].endswith("api line 39: request served in 39 ms\n")
+    assert types(step)[-1] == "RUN_ERROR", types(step)
+    assert "failed" in step["events"][-1]["message"] and "refuses" in step["events"][-1]["message"]
