@@ -322,3 +322,30 @@ async def test_a_long_result_is_sent_whole_and_a_failed_run_ends_with_run_error(
     assert len(result["content"]) > 1000 and result["content"].endswith("api line 39: request served in 39 ms\n")
     assert types(step)[-1] == "RUN_ERROR", types(step)
     assert "failed" in step["events"][-1]["message"] and "refuses" in step["events"][-1]["message"]
+
+
+async def test_a_page_reloaded_while_a_call_waits_gets_its_interrupt_again(scripted, model, agui_url, agui_client_dir):
+    scripted.script(
+        model,
+        [
+            {
+                "tool_calls": [
+                    {"id": "call_w", "name": "deploy_service", "arguments": {"service": "web", "replicas": 4}}
+                ]
+            },
+            {"text": "Deployed."},
+        ],
+    )
+    run_id = thread()
+    asked, reloaded, approved = await drive(
+        agui_client_dir,
+        agui_url,
+        run_id,
+        [{"say": "deploy web x4"}, {"reattach": True}, {"resume": {"action": "approve"}}],
+        headers=ALICE,
+    )
+    assert asked["pendingInterrupts"][0]["id"] == "call_w"
+    # the reloaded page holds the conversation: it is sent nothing again, only the interrupt
+    assert types(reloaded) == ["RUN_STARTED", "RUN_FINISHED"], reloaded
+    assert [i["id"] for i in reloaded["pendingInterrupts"]] == ["call_w"]
+    assert text_of(approved) == "Deployed." and tool_calls_of(run_id)[0]["replicas"] == 4
