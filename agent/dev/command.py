@@ -25,9 +25,11 @@ from agent.dev.processes import DevServerError
 from agent.dev.reloading_worker import ReloadingWorker
 from agent.dev.scripted_model import LABEL, ScriptedModelServer
 from agent.dev.stack import DEFAULT_S3_PORT, DevStack
+from agent.inbox.agui import load_agui_agents
 from agent.inbox.command import describe_identity, dev_identity, start_inbox
 from agent.inbox.identity import IdentityConfig
 from agent.operations.deploys import promote_if_none_current
+from agent.run_commands import AgentPathError
 from core.converter import payload_codec
 from core.settings import ConfigurationError, get_settings
 from runtime.deployment import deployment_config
@@ -156,7 +158,8 @@ async def _until_stopped(
     inbox = None
     if args.inbox_port >= 0:
         identity = IdentityConfig(insecure_dev_identity=args.inbox_identity)
-        inbox = await start_inbox(client, identity, "127.0.0.1", args.inbox_port)
+        agents = _agui_agents(args.agent, args.task_queue)
+        inbox = await start_inbox(client, identity, "127.0.0.1", args.inbox_port, agents)
         print(f"Inbox:           {inbox.url}  ({describe_identity(identity)})", flush=True)
     codec = None
     if args.encrypt:
@@ -167,6 +170,8 @@ async def _until_stopped(
         promoted = await promote_if_none_current(client, args.build_id, args.deployment_name)
         what = promoted or f"deployment {args.deployment_name} already has a current build (agent deploy status)"
         print(f"Deployment:      worker is build {args.build_id} of {args.deployment_name}; {what}", flush=True)
+        for name in agents:
+            print(f"AG-UI:           POST {inbox.url}/ag-ui/{name}", flush=True)
     if metrics is not None:
         print(f"Metrics:         http://{metrics}/metrics  (AGENT_PROMETHEUS_BIND)", flush=True)
     watcher = None
@@ -188,6 +193,18 @@ async def _until_stopped(
         await codec.stop()
     print("stopping the worker, the Temporal server and S3 ...", flush=True)
     return 0
+
+
+def _agui_agents(paths: list[str], task_queue: str) -> dict:
+    """The AG-UI endpoints of the ``--agent`` paths that name an ``Agent`` (one naming only
+    tools gets none, and a line says so)."""
+    agents = {}
+    for path in paths:
+        try:
+            agents.update(load_agui_agents([path], task_queue))
+        except AgentPathError as err:
+            print(f"AG-UI:           none for {path} ({err})", flush=True)
+    return agents
 
 
 def add_dev_command(subparsers: argparse._SubParsersAction) -> None:
@@ -212,7 +229,8 @@ def add_dev_command(subparsers: argparse._SubParsersAction) -> None:
         metavar="MODULE:ATTR",
         help="your agent.Agent (or a list of @tool functions, a Toolset, or a function returning one) by import "
         "path, found in the current directory, e.g. myapp.agents:support; repeatable. The worker serves their "
-        "tools, and only theirs, on --task-queue; without --agent it serves the demo's two tools",
+        "tools, and only theirs, on --task-queue; without --agent it serves the demo's two tools. The inbox "
+        "serves each Agent to AG-UI clients at POST /ag-ui/ATTR (docs/frontends.md)",
     )
     dev.add_argument(
         "--data-dir",

@@ -20,7 +20,8 @@ from temporalio.client import Client
 
 from agent.approvals import inbox_pages as approval_pages
 from agent.conversations import inbox_pages as conversation_pages
-from agent.inbox import live, run_pages
+from agent.inbox import agui, live, run_pages
+from agent.inbox.agui import AguiAgent
 from agent.inbox.csrf import CsrfTokens
 from agent.inbox.identity import TOKEN_COOKIE, IdentityConfig
 from agent.inbox.pages import HERE, InboxContext, InboxSettings, PageError
@@ -38,6 +39,7 @@ def create_app(
     identity: IdentityConfig | None = None,
     settings: InboxSettings | None = None,
     csrf_secret: bytes | None = None,
+    agents: dict[str, AguiAgent] | None = None,
 ) -> Starlette:
     """The inbox app.
 
@@ -45,6 +47,7 @@ def create_app(
     :param identity: Where approvers' identities come from; None: read-only (decisions refused).
     :param settings: Poll interval, conversation length, list limit (defaults: :class:`InboxSettings`).
     :param csrf_secret: HMAC key for CSRF tokens (default: random per process).
+    :param agents: The agents served at ``POST /ag-ui/{name}`` (AG-UI, :mod:`agent.inbox.agui`), by name.
     """
     inbox = InboxContext(client, identity or IdentityConfig(), settings or InboxSettings(), CsrfTokens(csrf_secret))
 
@@ -64,7 +67,7 @@ def create_app(
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok")
 
-    routes = [route for pages in PAGES for route in pages.routes(inbox)]
+    routes = [route for pages in PAGES for route in pages.routes(inbox)] + agui.routes(inbox, agents or {})
     return Starlette(
         routes=[
             *routes,

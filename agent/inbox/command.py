@@ -10,9 +10,12 @@ from temporalio.client import Client
 
 from agent.approvals.decisions import default_approver
 from agent.command_line import add_command
+from agent.inbox.agui import AguiAgent, load_agui_agents
 from agent.inbox.app import create_app
 from agent.inbox.identity import IdentityConfig, IdentityConfigError, load_tokens
 from agent.inbox.server import DEFAULT_PORT, InboxServer
+from agent.run_commands import AgentPathError
+from core.settings import get_settings
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +27,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "Serve the web approvals inbox for the namespace of TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE. "
         "Approvers are identified by a trusted header from your reverse proxy (--identity-header) or a token "
         "table (--tokens); with neither, the inbox is read-only.",
-        "examples:\n  agent inbox --identity-header X-Forwarded-User\n  agent inbox --tokens tokens.txt --port 8765",
+        "examples:\n  agent inbox --identity-header X-Forwarded-User\n  agent inbox --tokens tokens.txt --port 8765\n"
+        "  agent inbox --identity-header X-Forwarded-User --agent myapp.agents:support   # + POST /ag-ui/support",
     )
     inbox.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     inbox.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)")
@@ -46,6 +50,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--insecure-dev-identity",
         metavar="NAME",
         help="everyone who reaches the inbox decides as NAME (local development only)",
+    )
+    inbox.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="MODULE:ATTR",
+        help="serve this agent.Agent to AG-UI clients at POST /ag-ui/ATTR (docs/frontends.md); repeatable",
+    )
+    inbox.add_argument(
+        "--task-queue",
+        default=get_settings().task_queue,
+        help="with --agent: the task queue its sessions start on (default: $AGENT_TASK_QUEUE or agent)",
     )
     inbox.set_defaults(handler=cmd_inbox)
 
@@ -79,12 +95,14 @@ def describe_identity(identity: IdentityConfig) -> str:
     return "read-only: no identity source, every decision is refused (see --identity-header, --tokens)"
 
 
-async def start_inbox(client: Client, identity: IdentityConfig, host: str, port: int) -> InboxServer:
-    """Start the inbox in the running loop.
+async def start_inbox(
+    client: Client, identity: IdentityConfig, host: str, port: int, agents: dict[str, AguiAgent] | None = None
+) -> InboxServer:
+    """Start the inbox in the running loop (with ``agents`` at ``/ag-ui/{name}``).
 
     :raises InboxBindError: If the port is taken.
     """
-    return await InboxServer(create_app(client, identity=identity), host=host, port=port).start()
+    return await InboxServer(create_app(client, identity=identity, agents=agents), host=host, port=port).start()
 
 
 async def cmd_inbox(args: argparse.Namespace, client: Client) -> int:
@@ -93,8 +111,15 @@ async def cmd_inbox(args: argparse.Namespace, client: Client) -> int:
     except IdentityConfigError as err:
         print(f"agent inbox: error: {err}", flush=True)
         return 2
-    server = await start_inbox(client, identity, args.host, args.port)
+    try:
+        agents = load_agui_agents(args.agent, args.task_queue)
+    except AgentPathError as err:
+        print(f"agent inbox: error: {err}", flush=True)
+        return 2
+    server = await start_inbox(client, identity, args.host, args.port, agents)
     print(f"Inbox:    {server.url}", flush=True)
+    for name in agents:
+        print(f"AG-UI:    POST {server.url}/ag-ui/{name}", flush=True)
     print(f"Identity: {describe_identity(identity)}", flush=True)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}, not loopback: put it behind your reverse proxy.", flush=True)
