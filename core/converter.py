@@ -25,10 +25,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from botocore.exceptions import ClientError
-from temporalio.contrib.aws.s3driver import S3StorageDriver, S3StorageDriverClient
+from temporalio.contrib.aws.s3driver import S3StorageDriverClient
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, ExternalStorage
 
+from core.payload_storage import ScopedS3StorageDriver
 from core.s3 import payloads_bucket, s3_client
 from core.settings import DEFAULT_PAYLOAD_THRESHOLD_BYTES as DEFAULT_PAYLOAD_THRESHOLD_BYTES
 from core.settings import get_settings
@@ -92,6 +93,9 @@ def agent_data_converter() -> DataConverter:
     bucket = payloads_bucket()
     if bucket is None:
         return pydantic_data_converter
-    driver = S3StorageDriver(client=Boto3StorageDriverClient(), bucket=bucket)
+    # scoped: a claim in history is client data; the driver reads only its own bucket and namespace
+    driver = ScopedS3StorageDriver(
+        client=Boto3StorageDriverClient(), bucket=bucket, namespace=get_settings().temporal_namespace
+    )
     storage = ExternalStorage(drivers=[driver], payload_size_threshold=payload_threshold_bytes())
     return dataclasses.replace(pydantic_data_converter, external_storage=storage)

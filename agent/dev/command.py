@@ -24,7 +24,7 @@ from agent.dev.scripted_model import LABEL, ScriptedModelServer
 from agent.dev.stack import DEFAULT_S3_PORT, DevStack
 from agent.inbox.command import describe_identity, dev_identity, start_inbox
 from agent.inbox.identity import IdentityConfig
-from core.settings import get_settings
+from core.settings import env_name, get_settings
 from runtime.telemetry import PROMETHEUS_ENV, prometheus_bind_address
 
 #: File under the data directory holding the scripted model's port of the last start (one integer).
@@ -98,6 +98,8 @@ async def _serve(args: argparse.Namespace, data_dir: Path) -> int:
             if real_model and get_settings().openai_base_url:
                 shell_env["OPENAI_BASE_URL"] = get_settings().openai_base_url
             worker_env.update({**stack.env, **shell_env})
+            # where file-system stores named in runs may write (core/side_effects.py), unless set already
+            worker_env.setdefault(env_name("file_roots"), str((data_dir / "files").resolve()))
             if scripted is not None:
                 scripted.start()
             print(stack.describe())
