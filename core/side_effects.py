@@ -134,8 +134,9 @@ def check_file_path(path: str | os.PathLike[str], what: str) -> None:
     else:
         candidate, roots = os.path.realpath(text), tuple(os.path.realpath(r) for r in limits.file_roots)
     if not any(_under(candidate, root) for root in roots):
+        leads = f" (which leads to '{candidate}')" if candidate != os.path.normpath(os.path.abspath(text)) else ""
         raise SideEffectRefused(
-            f"{what} '{text}' is outside the directories this worker may write to: add a directory above it to "
+            f"{what} '{text}'{leads} is outside the directories this worker may write to: add a directory above it to "
             f"{env_name('file_roots')} on the workers (or use {env_name('tool_results_dir')})."
         )
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from typing import NoReturn
 
 import httpx
 from standardwebhooks import Webhook
@@ -126,7 +125,7 @@ async def deliver_approval_event(event: ApprovalEvent) -> None:
         async with httpx.AsyncClient(timeout=POST_TIMEOUT_SECONDS) as client:
             response = await client.post(url, content=body, headers=headers)
     except httpx.HTTPError as exc:
-        _retry(event, url, f"{type(exc).__name__}: {str(exc) or 'no answer'}")
+        raise _retry(event, url, f"{type(exc).__name__}: {str(exc) or 'no answer'}") from None
     status = response.status_code
     if 400 <= status < 500 and status not in (408, 429):
         raise ApplicationError(
@@ -135,17 +134,18 @@ async def deliver_approval_event(event: ApprovalEvent) -> None:
             non_retryable=True,
         )
     if status >= 400:
-        _retry(event, url, f"HTTP {status}")
+        raise _retry(event, url, f"HTTP {status}")
 
 
-def _retry(event: ApprovalEvent, url: str, why: str) -> NoReturn:
-    """Log one line for this attempt and raise the retryable failure (benign: the SDK logs its
-    traceback at debug level only)."""
+def _retry(event: ApprovalEvent, url: str, why: str) -> ApplicationError:
+    """Log one line for this attempt; returns the retryable failure to raise (``from None``: the
+    connection error's chain would be kilobytes of traceback in the server's record of the
+    attempt, which refuses a failure over 4 KB). Benign: the SDK logs its traceback at debug level only."""
     attempt = activity.info().attempt
     activity.logger.warning(
         "%s event for %s not delivered to %s (attempt %d): %s", event.type, event.run_id, url, attempt, why
     )
-    raise ApplicationError(
+    return ApplicationError(
         f"The {event.type} event could not be delivered to {url}: {why}",
         type="WebhookUnreachable",
         category=ApplicationErrorCategory.BENIGN,

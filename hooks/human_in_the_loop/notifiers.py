@@ -39,7 +39,7 @@ from standardwebhooks import Webhook
 
 from core.serialization import default_to_dict
 from core.settings import secret_from_environment
-from core.side_effects import check_webhook_url, worker_limits
+from core.side_effects import SideEffectRefused, check_webhook_url, worker_limits
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation
 
 ApprovalEventType = Literal["approval_requested", "approval_escalated", "approval_decided", "approval_expired"]
@@ -160,13 +160,13 @@ class WebhookNotifier:
     def from_dict(cls, data: dict[str, Any]) -> WebhookNotifier:
         """Rebuild from :meth:`to_dict`'s output.
 
-        :raises ValueError: For a literal ``secret`` in ``data`` on a worker (a run's input must name it by
-            ``secret_env``).
+        :raises core.side_effects.SideEffectRefused: For a literal ``secret`` in ``data`` on a worker (a
+            run's input must name it by ``secret_env``).
         :raises core.side_effects.SideEffectRefused: On a worker, for a URL outside ``AGENT_WEBHOOK_URLS``.
         """
         parameters = dict(data.get("init_parameters", {}))
         if "secret" in parameters and worker_limits() is not None:
-            raise ValueError(
+            raise SideEffectRefused(
                 "A WebhookNotifier in a run's input carries a literal secret; name the workers' variable "
                 "holding it instead: WebhookNotifier(url, secret_env='NAME')."
             )
