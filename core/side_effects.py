@@ -128,13 +128,14 @@ def check_file_path(path: str | os.PathLike[str], what: str) -> None:
     limits = worker_limits()
     if limits is None:
         return
-    text = os.fspath(path)
+    text, leads = os.fspath(path), ""
     if workflow.in_workflow():
         candidate, roots = os.path.normpath(os.path.join(limits.cwd, text)), limits.file_roots
     else:
         candidate, roots = os.path.realpath(text), tuple(os.path.realpath(r) for r in limits.file_roots)
+        if candidate != os.path.abspath(text):
+            leads = f" (which leads to '{candidate}')"
     if not any(_under(candidate, root) for root in roots):
-        leads = f" (which leads to '{candidate}')" if candidate != os.path.normpath(os.path.abspath(text)) else ""
         raise SideEffectRefused(
             f"{what} '{text}'{leads} is outside the directories this worker may write to: add a directory above it to "
             f"{env_name('file_roots')} on the workers (or use {env_name('tool_results_dir')})."
