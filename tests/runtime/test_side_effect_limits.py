@@ -320,6 +320,7 @@ async def test_a_missing_secret_variable_is_a_clear_error_and_nothing_is_sent(
     assert receiver.attempts == 0
 
 
+@pytest.mark.slow  # the finished run waits its 10 s grace for the undeliverable event
 async def test_an_unreachable_webhook_reads_well_and_does_not_hold_the_finished_run(
     client, worker, scripted, model, run_id, caplog
 ):
