@@ -32,11 +32,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 from temporalio.api.failure.v1 import Failure
-from temporalio.contrib.aws.s3driver import S3StorageDriver, S3StorageDriverClient
+from temporalio.contrib.aws.s3driver import S3StorageDriverClient
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes, ExternalStorage
 
 from core.codec import EncryptionCodec, parse_payload_keys
+from core.payload_storage import ScopedS3StorageDriver
 from core.s3 import payloads_bucket, s3_client
 from core.settings import DEFAULT_PAYLOAD_THRESHOLD_BYTES as DEFAULT_PAYLOAD_THRESHOLD_BYTES
 from core.settings import get_settings
@@ -114,7 +115,10 @@ def agent_data_converter() -> DataConverter:
         changes["failure_converter_class"] = DefaultFailureConverterWithEncodedAttributes
     bucket = payloads_bucket()
     if bucket is not None:
-        driver = S3StorageDriver(client=Boto3StorageDriverClient(), bucket=bucket)
+        # scoped: a claim in history is client data; the driver reads only its own bucket and namespace
+        driver = ScopedS3StorageDriver(
+            client=Boto3StorageDriverClient(), bucket=bucket, namespace=get_settings().temporal_namespace
+        )
         changes["external_storage"] = ExternalStorage(
             drivers=[driver], payload_size_threshold=payload_threshold_bytes()
         )

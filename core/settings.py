@@ -30,6 +30,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from temporalio import workflow
 
 from core.codec import parse_payload_keys
+from core.url_prefixes import parse_prefixes
 
 DEFAULT_TASK_QUEUE = "agent"
 #: A run's workflow task timeout. A worker killed in the middle of a workflow task holds the run
@@ -265,6 +266,26 @@ class Settings(BaseSettings):
         "the project's packages and the modules of the agents and tools the worker serves.",
         "comma-separated module names, e.g. myapp.hooks,myapp.policies",
     )
+    # Side effects a run's input may ask for (core/side_effects.py; docs/security-side-effects.md)
+    file_roots: str | None = _setting(
+        "AGENT_FILE_ROOTS",
+        None,
+        "Directories file-system stores named in a run's input may write under (besides TOOL_RESULTS_DIR); "
+        "unset: none.",
+        "directories separated by os.pathsep (':' on POSIX)",
+    )
+    s3_buckets: str | None = _setting(
+        "AGENT_S3_BUCKETS",
+        None,
+        "S3 buckets stores named in a run's input may write to (besides TOOL_RESULTS_BUCKET); unset: none.",
+        "comma-separated bucket names",
+    )
+    webhook_urls: str | None = _setting(
+        "AGENT_WEBHOOK_URLS",
+        None,
+        "URL prefixes (scheme, host, port, path) a WebhookNotifier may POST to; unset: none.",
+        "comma-separated http(s) URLs",
+    )
     # The dev tooling's demo tools
     demo_ledger: str = _setting(
         "DEMO_LEDGER", ".agent-dev/demo-ledger.jsonl", "File the demo tools append their effects to.", "a file path"
@@ -319,6 +340,12 @@ class Settings(BaseSettings):
         if value is not None and not re.match(r"https?://[^/\s]+", value):
             raise ValueError("must be an http(s) URL such as https://inbox.example.com")
         return value.rstrip("/") if value is not None else None
+
+    @_field_validator("webhook_urls")
+    @classmethod
+    def _url_prefixes(cls, value: str | None) -> str | None:
+        parse_prefixes(value)  # raises ValueError naming the bad entry
+        return value
 
     @_field_validator("approval_link_secret")
     @classmethod
@@ -427,6 +454,16 @@ def get_settings() -> Settings:
     :raises RuntimeError: Called from workflow code, which must not depend on the environment.
     """
     return _snapshot().settings
+
+
+def secret_from_environment(name: str) -> SecretStr | None:
+    """The value of the environment variable ``name`` as a secret (None when unset or empty): how
+    a worker resolves a secret a run names by reference (``WebhookNotifier(secret_env=...)``).
+
+    :raises RuntimeError: Called from workflow code.
+    """
+    value = dict(_snapshot().environ).get(name, "").strip()
+    return SecretStr(value) if value else None
 
 
 # -- named model endpoints --------------------------------------------------------------------

@@ -9,6 +9,8 @@ What a worker gets:
 - each hook family's activities (``HookFamily.activities``), collected from ``hooks.family``;
 - the tool activity (``invoke_tool``) when the plugin is given tools;
 - each family's warm-up, run once per process before the worker polls;
+- the limits of the side effects a run's input may ask for, read from the settings when a worker
+  or replayer is configured (``core/side_effects.py``);
 - with tracing on, temporalio's OpenTelemetry interceptor (client, worker and replayer), and with a
   Prometheus address, a Runtime serving the SDK's metrics (``runtime/telemetry.py``).
 
@@ -34,6 +36,7 @@ from core.checks import check_bucket
 from core.converter import agent_data_converter
 from core.s3 import payloads_bucket
 from core.settings import get_settings
+from core.side_effects import use_worker_limits
 from core.tools import Tool
 from core.trust import trust_configured_modules, trust_modules
 from core.wire import CHAT_COMPLETION_ACTIVITY
@@ -101,6 +104,7 @@ class AgentPlugin(SimplePlugin):
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         config = super().configure_worker(config)
+        use_worker_limits()  # where runs may write and send (core/side_effects.py), read once per worker
         client_interceptors = config["client"].config(active_config=True).get("interceptors", [])
         present = [*client_interceptors, *config.get("interceptors", [])]
         if self._tracing_interceptor is not None and not has_tracing_interceptor(present):
@@ -109,6 +113,7 @@ class AgentPlugin(SimplePlugin):
 
     def configure_replayer(self, config: ReplayerConfig) -> ReplayerConfig:
         config = super().configure_replayer(config)
+        use_worker_limits()  # a replay is checked as the worker checked the run
         if self._tracing_interceptor is not None and not has_tracing_interceptor(config.get("interceptors")):
             config["interceptors"] = [*config.get("interceptors", []), self._tracing_interceptor]
         return config

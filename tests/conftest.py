@@ -7,6 +7,7 @@ Each test scripts its own model name (the ``model`` fixture), so tests never sha
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -83,6 +84,21 @@ def side_effects_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
         os.environ.pop("SIDE_EFFECTS_FILE", None)
     else:
         os.environ["SIDE_EFFECTS_FILE"] = previous
+
+
+@pytest.fixture(scope="session", autouse=True)
+def side_effect_limits() -> Iterator[None]:
+    """The workers' ``AGENT_FILE_ROOTS`` for the session: the temporary directory, where every
+    test's ``tmp_path`` is and where the committed histories' stores were recorded. Buckets: the
+    stack's ``TOOL_RESULTS_BUCKET``; a test that uses another bucket or a webhook allows it
+    itself (``tests.support.side_effects.allow_side_effects``)."""
+    previous = os.environ.get("AGENT_FILE_ROOTS")
+    os.environ["AGENT_FILE_ROOTS"] = tempfile.gettempdir()
+    yield
+    if previous is None:
+        os.environ.pop("AGENT_FILE_ROOTS", None)
+    else:
+        os.environ["AGENT_FILE_ROOTS"] = previous
 
 
 @pytest.fixture(scope="session")

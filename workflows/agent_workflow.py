@@ -33,8 +33,10 @@ with workflow.unsafe.imports_passed_through():
         add_usage,
     )
     from core.sandbox_refusal import sandbox_refusal_message
+    from core.side_effects import SIDE_EFFECT_REFUSED, SideEffectRefused
     from core.spec import AFTER_TOOL, BEFORE_LLM, BEFORE_TOOL, ON_EXIT, AgentSpec
     from core.state import replace_values
+    from core.trust import UntrustedPathError
     from core.wire import (
         AGENT_SPEC_ERROR,
         CANCEL_RUN_UPDATE,
@@ -188,9 +190,11 @@ class AgentWorkflow(ConversationTurns):
             why = sandbox_refusal_message(err) or (
                 f"{type(err).__name__}: {err}. Install the hooks' modules on every worker of the task queue."
             )
+            if isinstance(err, (SideEffectRefused, UntrustedPathError)):  # the operator's limits, not a missing module
+                why = str(err)
             raise ApplicationError(
                 f"This worker cannot rebuild the run's agent: {why}",
-                type=AGENT_SPEC_ERROR,
+                type=SIDE_EFFECT_REFUSED if isinstance(err, SideEffectRefused) else AGENT_SPEC_ERROR,
                 non_retryable=True,
             ) from err
         await self._mcp.list_tools(agent)  # once per run, recorded: a replay never reconnects

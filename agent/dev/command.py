@@ -31,7 +31,7 @@ from agent.inbox.identity import IdentityConfig
 from agent.operations.deploys import promote_if_none_current
 from agent.run_commands import AgentPathError
 from core.converter import payload_codec
-from core.settings import ConfigurationError, get_settings
+from core.settings import ConfigurationError, env_name, get_settings
 from runtime.deployment import deployment_config
 from runtime.telemetry import PROMETHEUS_ENV, prometheus_bind_address
 
@@ -118,6 +118,8 @@ async def _serve(args: argparse.Namespace, data_dir: Path) -> int:
             if real_model and get_settings().openai_base_url:
                 shell_env["OPENAI_BASE_URL"] = get_settings().openai_base_url
             worker_env.update({**stack.env, **shell_env})
+            # where file-system stores named in runs may write (core/side_effects.py), unless set already
+            worker_env.setdefault(env_name("file_roots"), str((data_dir / "files").resolve()))
             if scripted is not None:
                 scripted.start()
             print(stack.describe())

@@ -20,6 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from core.s3 import s3_client
 from core.serialization import default_from_dict, default_to_dict
+from core.side_effects import check_bucket, check_file_path
 from core.tool_records import encode_key_segment
 
 #: Default key prefix in the S3 bucket.
@@ -84,6 +85,7 @@ class FileSystemAuditStore:
         :raises AuditStoreError: If the file cannot be written.
         """
         path = self.path_for(run_id, key)
+        check_file_path(path, "FileSystemAuditStore file")  # on a worker: under AGENT_FILE_ROOTS
         try:
             # A retry of a write that already landed: nothing to do.
             if path.is_file() and path.read_text(encoding="utf-8") == content:
@@ -102,8 +104,13 @@ class FileSystemAuditStore:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FileSystemAuditStore:
-        """Rebuild from :meth:`to_dict`'s output."""
-        return default_from_dict(cls, data)
+        """Rebuild from :meth:`to_dict`'s output.
+
+        :raises core.side_effects.SideEffectRefused: On a worker, for a root outside ``AGENT_FILE_ROOTS``.
+        """
+        store = default_from_dict(cls, data)
+        check_file_path(store.root, "FileSystemAuditStore root")
+        return store
 
     def __repr__(self) -> str:
         return f"FileSystemAuditStore(root={str(self.root)!r})"
@@ -153,6 +160,7 @@ class S3AuditStore:
         :raises AuditStoreError: If S3 refuses or cannot be reached (the message names the object).
         """
         object_key = self.object_key(run_id, key)
+        check_bucket(self.bucket, "S3AuditStore")  # on a worker: among AGENT_S3_BUCKETS
         content_type = "application/json" if key.endswith(".json") else "text/plain; charset=utf-8"
         try:
             s3_client().put_object(
@@ -175,8 +183,13 @@ class S3AuditStore:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> S3AuditStore:
-        """Rebuild from :meth:`to_dict`'s output."""
-        return default_from_dict(cls, data)
+        """Rebuild from :meth:`to_dict`'s output.
+
+        :raises core.side_effects.SideEffectRefused: On a worker, for a bucket not among ``AGENT_S3_BUCKETS``.
+        """
+        store = default_from_dict(cls, data)
+        check_bucket(store.bucket, "S3AuditStore")
+        return store
 
     def __repr__(self) -> str:
         return f"S3AuditStore(bucket={self.bucket!r}, prefix={self.prefix!r})"

@@ -3,8 +3,10 @@
 Events about a waiting call (``approval_requested``, ``approval_escalated``) are retried until
 the call is decided or expires, then cancelled: their links would no longer work. Events about
 the end of a wait (``approval_decided``, ``approval_expired``) are retried for
-:data:`FINAL_EVENT_DELIVERY`, and the run's end waits for them (``ConfirmationHook.close_async``
-awaits :meth:`ApprovalOutbox.drain`), so they are not dropped by a run that finishes first. A
+:data:`FINAL_EVENT_DELIVERY` while the run goes on, and a run that finishes first waits
+:data:`FINAL_EVENT_GRACE` at most for them (``ConfirmationHook.close_async`` awaits
+:meth:`ApprovalOutbox.drain`): a reachable receiver gets them, one that is down does not hold
+a finished run for minutes. A
 notification that fails for good is logged; the call is decided the same either way.
 
 Deterministic workflow code: event ids are built from the run, the call and the event's place.
@@ -24,8 +26,10 @@ from hooks.human_in_the_loop.activities import NOTIFY_RETRY_POLICY, deliver_appr
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation
 from hooks.human_in_the_loop.notifiers import ApprovalEvent, ApprovalEventType, WebhookNotifier
 
-#: How long an ``approval_decided`` or ``approval_expired`` event is retried.
+#: How long an ``approval_decided`` or ``approval_expired`` event is retried while the run goes on.
 FINAL_EVENT_DELIVERY = timedelta(minutes=5)
+#: How long a run that has finished its work waits for those events before it ends without them.
+FINAL_EVENT_GRACE = timedelta(seconds=10)
 
 
 class ApprovalOutbox:
@@ -83,7 +87,22 @@ class ApprovalOutbox:
         return task
 
     async def drain(self) -> None:
-        """Wait for the end-of-wait events still under way (each is bounded by its retry window)."""
-        while self._final:
-            await asyncio.gather(*self._final, return_exceptions=True)
-            self._final = [task for task in self._final if not task.done()]
+        """Wait for the end-of-wait events still under way, for :data:`FINAL_EVENT_GRACE` at most:
+        a receiver that is down does not hold a finished run; what is still undelivered then is
+        cancelled and logged."""
+        pending = [task for task in self._final if not task.done()]
+        self._final = []
+        if not pending:
+            return
+        try:
+            await workflow.wait_condition(lambda: all(task.done() for task in pending), timeout=FINAL_EVENT_GRACE)
+        except TimeoutError:
+            undelivered = [task for task in pending if not task.done()]
+            workflow.logger.warning(
+                "%d approval notification(s) not delivered %s after the run's end; given up",
+                len(undelivered),
+                FINAL_EVENT_GRACE,
+            )
+            for task in undelivered:
+                task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)

@@ -1,6 +1,6 @@
 """``WebhookNotifier``: tell people where they are that a call waits, was escalated, decided or expired.
 
-``DurableConfirmationStrategy(notifier=WebhookNotifier(url, secret))`` sends four events:
+``DurableConfirmationStrategy(notifier=WebhookNotifier(url, secret_env="NAME"))`` sends four events:
 
 - ``approval_requested``: a call started waiting (with one-time approve and reject links);
 - ``approval_escalated``: no one decided in time, the call's approvers became an escalation's
@@ -30,6 +30,7 @@ Links need the inbox's public base URL and link key on the workers (``AGENT_INBO
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any, Literal
 
@@ -37,6 +38,8 @@ from pydantic import BaseModel
 from standardwebhooks import Webhook
 
 from core.serialization import default_to_dict
+from core.settings import secret_from_environment
+from core.side_effects import SideEffectRefused, check_webhook_url, worker_limits
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation
 
 ApprovalEventType = Literal["approval_requested", "approval_escalated", "approval_decided", "approval_expired"]
@@ -80,43 +83,121 @@ class ApprovalEvent(BaseModel):
 class WebhookNotifier:
     """POST signed approval events to ``url``.
 
+    The signing secret stays on the workers: ``secret_env`` names the environment variable that
+    holds it there, and the run's input, history and activity inputs carry only that name (the
+    worker reads it when it sends). A literal ``secret`` is for local use (signing outside a run);
+    a notifier holding one cannot be serialised, so an ``Agent`` built with it is refused.
+
     :param url: The receiver (``http``/``https``); a Slack incoming-webhook URL with ``format="slack"``.
-    :param secret: The Standard Webhooks signing secret (``whsec_`` followed by base64, as
-        ``standardwebhooks`` and Svix issue them). It travels with the strategy in the run's input,
-        so it is in the run's history: use a secret for this webhook alone.
+        A worker POSTs only to URLs under its ``AGENT_WEBHOOK_URLS``.
+    :param secret: A literal Standard Webhooks signing secret (``whsec_`` followed by base64), for
+        local use only.
     :param format: ``"standard"`` (the event as JSON) or ``"slack"`` (a Block Kit message).
-    :raises ValueError: For a ``url`` that is not http(s), a ``secret`` ``standardwebhooks`` cannot
-        read, or an unknown ``format``.
+    :param secret_env: The workers' environment variable holding the signing secret.
+    :raises ValueError: For a ``url`` that is not http(s), neither or both of ``secret`` and
+        ``secret_env``, a ``secret`` ``standardwebhooks`` cannot read, a ``secret_env`` that is not a
+        variable name, or an unknown ``format``.
     """
 
-    def __init__(self, url: str, secret: str, format: Literal["standard", "slack"] = "standard") -> None:
+    def __init__(
+        self,
+        url: str,
+        secret: str | None = None,
+        format: Literal["standard", "slack"] = "standard",
+        *,
+        secret_env: str | None = None,
+    ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"WebhookNotifier url must be an http(s) URL, got {url!r}.")
-        if not isinstance(secret, str) or not secret:
-            raise ValueError("WebhookNotifier secret must be a Standard Webhooks secret such as 'whsec_...'.")
-        try:
-            Webhook(secret)
-        except Exception as exc:  # noqa: BLE001 - the library raises binascii/ValueError/TypeError
+        if (secret is None) == (secret_env is None):
             raise ValueError(
-                f"WebhookNotifier secret is not a Standard Webhooks secret (whsec_<base64>): {exc}"
-            ) from exc
+                "WebhookNotifier needs secret_env='NAME' (the workers' environment variable holding the "
+                "signing secret); a literal secret= is for local use and cannot travel in a run."
+            )
+        if secret is not None:
+            check_signing_secret(secret, "WebhookNotifier secret")
+        if secret_env is not None and not (isinstance(secret_env, str) and _ENV_NAME.fullmatch(secret_env)):
+            raise ValueError(f"WebhookNotifier secret_env must be an environment variable name, got {secret_env!r}.")
         if format not in FORMATS:
             raise ValueError(f"WebhookNotifier format must be one of {', '.join(FORMATS)}, got {format!r}.")
         self.url = url
         self.secret = secret
+        self.secret_env = secret_env
         self.format = format
 
+    def signing_secret(self) -> str:
+        """The secret to sign with: the literal one, else ``secret_env``'s value here (on the worker).
+
+        :raises WebhookSecretMissing: ``secret_env`` is unset or empty here, or not a Standard
+            Webhooks secret (the message names the variable, never its value).
+        """
+        if self.secret is not None:
+            return self.secret
+        value = secret_from_environment(self.secret_env or "")
+        if value is None:
+            raise WebhookSecretMissing(
+                f"The webhook signing secret's variable {self.secret_env} is not set on this worker: set it "
+                "(a Standard Webhooks secret, whsec_...) on every worker of the task queue."
+            )
+        try:
+            return check_signing_secret(value.get_secret_value(), f"The variable {self.secret_env}")
+        except ValueError as exc:
+            raise WebhookSecretMissing(str(exc)) from None
+
     def to_dict(self) -> dict[str, Any]:
-        """Serialise."""
-        return default_to_dict(self, url=self.url, secret=self.secret, format=self.format)
+        """Serialise: url, ``secret_env`` and format (never a secret).
+
+        :raises ValueError: The notifier holds a literal ``secret``, which would be written into the run's history.
+        """
+        if self.secret is not None:
+            raise ValueError(
+                "WebhookNotifier(secret=...) cannot travel in a run: the secret would be written into its history. "
+                "Use WebhookNotifier(url, secret_env='NAME') and set NAME on the workers."
+            )
+        return default_to_dict(self, url=self.url, secret_env=self.secret_env, format=self.format)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WebhookNotifier:
-        """Rebuild from :meth:`to_dict`'s output."""
-        return cls(**data.get("init_parameters", {}))
+        """Rebuild from :meth:`to_dict`'s output.
+
+        :raises core.side_effects.SideEffectRefused: For a literal ``secret`` in ``data`` on a worker (a
+            run's input must name it by ``secret_env``).
+        :raises core.side_effects.SideEffectRefused: On a worker, for a URL outside ``AGENT_WEBHOOK_URLS``.
+        """
+        parameters = dict(data.get("init_parameters", {}))
+        if "secret" in parameters and worker_limits() is not None:
+            raise SideEffectRefused(
+                "A WebhookNotifier in a run's input carries a literal secret; name the workers' variable "
+                "holding it instead: WebhookNotifier(url, secret_env='NAME')."
+            )
+        notifier = cls(**parameters)
+        check_webhook_url(notifier.url)
+        return notifier
 
     def __repr__(self) -> str:  # the secret stays out of logs
-        return f"WebhookNotifier({self.url!r}, secret='***', format={self.format!r})"
+        secret = f"secret_env={self.secret_env!r}" if self.secret_env else "secret='***'"
+        return f"WebhookNotifier({self.url!r}, {secret}, format={self.format!r})"
+
+
+class WebhookSecretMissing(ValueError):
+    """The worker cannot sign: the notifier's ``secret_env`` is unset there, or holds no Standard Webhooks secret."""
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_signing_secret(secret: str, what: str) -> str:
+    """Return ``secret`` if ``standardwebhooks`` can sign with it.
+
+    :raises ValueError: Naming ``what`` (never the value).
+    """
+    if not isinstance(secret, str) or not secret:
+        raise ValueError(f"{what} must be a Standard Webhooks secret such as 'whsec_...'.")
+    try:
+        Webhook(secret)
+    except Exception:  # noqa: BLE001 - the library raises binascii/ValueError/TypeError
+        raise ValueError(f"{what} is not a Standard Webhooks secret (whsec_<base64>).") from None
+    return secret
 
 
 def event_body(event: ApprovalEvent, links: list[ApprovalLink]) -> dict[str, Any]:

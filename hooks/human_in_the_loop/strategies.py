@@ -150,7 +150,7 @@ class DurableConfirmationStrategy:
         check_template("user_feedback_template", user_feedback_template, ("feedback",))
         if notify_url is not None:
             raise ValueError(
-                "notify_url was removed: pass notifier=WebhookNotifier(url, secret) instead "
+                "notify_url was removed: pass notifier=WebhookNotifier(url, secret_env=...) instead "
                 "(signed events with one-time approve/reject links; docs/approvals.md)."
             )
         if notifier is not None and not isinstance(notifier, WebhookNotifier):

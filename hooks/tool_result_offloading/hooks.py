@@ -27,7 +27,7 @@ from core.serialization import default_to_dict, object_from_dict
 from core.state import State, replace_values
 from core.tool_records import OFFLOADED_META_KEY, pointer_text, result_key, unstored_text
 from hooks._tool_keys import decode_tool_key, encode_tool_key, lookup_by_tool, validate_tool_keys
-from hooks.context import run_logger
+from hooks.context import current_run_or_none, run_logger
 from hooks.protocol import reads_tool_results as hook_reads_tool_results
 from hooks.tool_result_offloading.protocol import OFFLOAD_POLICY_SLOT, STORE_SLOT, OffloadPolicy, ToolResultStore
 
@@ -126,6 +126,14 @@ class ToolResultOffloadHook:
         self.offload_strategies = dict(offload_strategies)
         self.preview_chars = preview_chars
         self.write_deadline = write_deadline
+
+    def warm_up(self) -> None:
+        """At a run's start, rebuild the store ``hook_context`` names (a descriptor from the run's
+        input), so a store the worker refuses (``AGENT_FILE_ROOTS``, ``AGENT_S3_BUCKETS``) fails the
+        run before any step instead of at the first offload."""
+        run = current_run_or_none()
+        if run is not None:
+            self.resolve_store(run.state, None)
 
     def policy_for(self, tool_name: str) -> OffloadPolicy | None:
         """The policy of ``tool_name``: its own key, else a tuple containing it, else ``"*"``, else None."""

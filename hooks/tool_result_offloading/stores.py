@@ -21,6 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from core.s3 import s3_client
 from core.serialization import default_from_dict, default_to_dict
 from core.settings import DEFAULT_TOOL_RESULTS_PREFIX, get_settings
+from core.side_effects import check_bucket, check_file_path
 from core.tool_records import encode_key_segment
 from hooks.tool_result_offloading.protocol import ToolResultStore
 
@@ -101,8 +102,10 @@ class FileSystemToolResultStore(ToolResultStore):
         path = self._resolve_inside(key, subject="Result key")
         if path == self.base.resolve():
             raise ValueError(f"Result key '{key}' names the store root '{path}' itself, not a file in it.")
+        check_file_path(path, "FileSystemToolResultStore file")  # on a worker: under AGENT_FILE_ROOTS
         path.parent.mkdir(parents=True, exist_ok=True)
         path = self._resolve_inside(path, subject="Result key")  # a symlinked parent may have been created meanwhile
+        check_file_path(path, "FileSystemToolResultStore file")
         temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
         temporary.write_text(content, encoding="utf-8")
         os.replace(temporary, path)
@@ -127,8 +130,13 @@ class FileSystemToolResultStore(ToolResultStore):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FileSystemToolResultStore:
-        """Rebuild from :meth:`to_dict`'s output."""
-        return default_from_dict(cls, data)
+        """Rebuild from :meth:`to_dict`'s output.
+
+        :raises core.side_effects.SideEffectRefused: On a worker, for a root outside ``AGENT_FILE_ROOTS``.
+        """
+        store = default_from_dict(cls, data)
+        check_file_path(store.root, "FileSystemToolResultStore root")
+        return store
 
     def __repr__(self) -> str:
         return f"FileSystemToolResultStore(root={str(self.root)!r}, run_id={self.run_id!r})"
@@ -204,6 +212,7 @@ class S3ToolResultStore(ToolResultStore):
         :raises ToolResultStoreError: If S3 refuses (the message names the bucket).
         """
         object_key = self.run_prefix + check_relative_key(key)
+        check_bucket(self.bucket, "S3ToolResultStore")  # on a worker: among AGENT_S3_BUCKETS
         extra: dict[str, Any] = {}
         if self.server_side_encryption:
             extra["ServerSideEncryption"] = self.server_side_encryption
@@ -268,8 +277,13 @@ class S3ToolResultStore(ToolResultStore):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> S3ToolResultStore:
-        """Rebuild from :meth:`to_dict`'s output."""
-        return default_from_dict(cls, data)
+        """Rebuild from :meth:`to_dict`'s output.
+
+        :raises core.side_effects.SideEffectRefused: On a worker, for a bucket not among ``AGENT_S3_BUCKETS``.
+        """
+        store = default_from_dict(cls, data)
+        check_bucket(store.bucket, "S3ToolResultStore")
+        return store
 
     def __repr__(self) -> str:
         return f"S3ToolResultStore(bucket={self.bucket!r}, prefix={self.prefix!r}, run_id={self.run_id!r})"

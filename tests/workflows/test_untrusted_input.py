@@ -55,7 +55,7 @@ async def refused(client: Client, queue: str, data: dict[str, Any]) -> str:
         await asyncio.wait_for(handle.result(), FAIL_WITHIN_SECONDS)
     assert time.monotonic() - started < FAIL_WITHIN_SECONDS
     message = str(failure.value.cause)
-    assert "AGENT_TRUSTED_MODULES" in message
+    assert "AGENT_TRUSTED_MODULES" in message and "Install the hooks" not in message
     return message
 
 

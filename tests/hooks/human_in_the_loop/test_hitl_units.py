@@ -53,7 +53,10 @@ def test_hook_only_at_before_tool():
         ({"modify_template": "{tool_name} {}"}, r"modify_template may use only .* but names \{\}"),
         ({"user_feedback_template": "{feedback"}, "user_feedback_template is not a valid format string"),
         ({"reject_template": None}, "reject_template must be a string"),
-        ({"notify_url": "https://x"}, r"notify_url was removed: pass notifier=WebhookNotifier\(url, secret\)"),
+        (
+            {"notify_url": "https://x"},
+            r"notify_url was removed: pass notifier=WebhookNotifier\(url, secret_env=\.\.\.\)",
+        ),
         ({"max_new_tool_params_bytes": 0}, "max_new_tool_params_bytes must be a positive integer"),
         ({"max_feedback_chars": -1}, "max_feedback_chars must be a positive integer"),
     ],

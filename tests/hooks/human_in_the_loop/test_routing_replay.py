@@ -34,6 +34,7 @@ from hooks.human_in_the_loop import (
 from runtime.plugin import AgentPlugin
 from tests.support.hitl_helpers import call, calls, hitl_agent, start, wait_pending
 from tests.support.polling import eventually
+from tests.support.side_effects import WEBHOOK_SECRET_ENV, worker_environment
 from tests.support.webhook_receiver import TEST_SECRET, WebhookReceiver
 from workflows.agent_workflow import AgentWorkflow
 
@@ -50,7 +51,11 @@ def hook_for(path: str, url: str = "") -> ConfirmationHook:
         return ConfirmationHook({"*": DurableConfirmationStrategy(RulePolicy("args.a > 10"))})
     if path == "webhook":
         return ConfirmationHook(
-            {"*": DurableConfirmationStrategy(AlwaysAskPolicy(), notifier=WebhookNotifier(url, TEST_SECRET))}
+            {
+                "*": DurableConfirmationStrategy(
+                    AlwaysAskPolicy(), notifier=WebhookNotifier(url, secret_env=WEBHOOK_SECRET_ENV)
+                )
+            }
         )
     return ConfirmationHook(
         {
@@ -68,7 +73,9 @@ def hook_for(path: str, url: str = "") -> ConfirmationHook:
 @pytest.mark.parametrize("path", PATHS)
 async def test_record_history(path, client, worker, scripted, model, run_id):
     receiver = WebhookReceiver()
+    limits = worker_environment(**{WEBHOOK_SECRET_ENV: TEST_SECRET, "AGENT_WEBHOOK_URLS": receiver.url})
     try:
+        limits.__enter__()
         if path == "rule":  # a = 50 asks, a = 1 runs unasked
             scripted.script(model, [calls(call("add", a=50, b=1), call("add", a=1, b=1)), {"text": "done"}])
         else:
@@ -89,6 +96,7 @@ async def test_record_history(path, client, worker, scripted, model, run_id):
         HISTORIES.mkdir(exist_ok=True)
         history_file(path).write_text((await handle.workflow.fetch_history()).to_json())
     finally:
+        limits.__exit__(None, None, None)
         receiver.close()
 
 
@@ -105,11 +113,21 @@ def payload(p) -> dict:
     return json.loads(p.data)
 
 
+def notifications_of(history: WorkflowHistory) -> list[dict]:
+    return [
+        payload(e.activity_task_scheduled_event_attributes.input.payloads[0])
+        for e in scheduled(history, "deliver_approval_event")
+    ]
+
+
 @pytest.mark.parametrize("path", PATHS)
 async def test_replay_history(path):
-    history = WorkflowHistory.from_json(f"routing-{path}", history_file(path).read_text())
-    replayer = Replayer(workflows=[AgentWorkflow], plugins=[AgentPlugin()])
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
+    text = history_file(path).read_text()
+    history = WorkflowHistory.from_json(f"routing-{path}", text)
+    urls = {n["notifier"]["init_parameters"]["url"] for n in notifications_of(history)}
+    with worker_environment(AGENT_WEBHOOK_URLS=",".join(urls) or None):  # the recording worker's limits
+        replayer = Replayer(workflows=[AgentWorkflow], plugins=[AgentPlugin()])
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
     assert history.events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
     # the recorded path is what the file name says
@@ -118,10 +136,7 @@ async def test_replay_history(path):
     tools = [
         payload(e.activity_task_scheduled_event_attributes.input.payloads[0]) for e in scheduled(history, "invoke_tool")
     ]
-    notifications = [
-        payload(e.activity_task_scheduled_event_attributes.input.payloads[0])
-        for e in scheduled(history, "deliver_approval_event")
-    ]
+    notifications = notifications_of(history)
     decisions = [
         payload(e.workflow_execution_update_accepted_event_attributes.accepted_request.input.args.payloads[0])
         for e in updates
@@ -136,6 +151,7 @@ async def test_replay_history(path):
     else:
         assert [n["type"] for n in notifications] == ["approval_requested", "approval_decided"]
         assert notifications[1]["record"]["action"] == "reject" and notifications[1]["record"]["approver"] == "ann"
+        assert notifications[0]["notifier"]["init_parameters"]["secret_env"] == WEBHOOK_SECRET_ENV
 
 
 def test_a_rule_replays_in_a_process_that_never_imported_cel():

@@ -21,6 +21,7 @@ from hooks.human_in_the_loop import (
 )
 from tests.support.hitl_helpers import call, calls, hitl_agent, start, wait_pending
 from tests.support.polling import eventually
+from tests.support.side_effects import WEBHOOK_SECRET_ENV, allow_webhook, worker_environment
 from tests.support.webhook_receiver import TEST_SECRET, WebhookReceiver
 
 LINK_SECRET = "test-link-secret-0123456789abcdef0123"
@@ -41,8 +42,16 @@ def receiver():
     server.close()
 
 
+@pytest.fixture(autouse=True)
+def webhook_secret():
+    """The workers hold the signing secret; each test's receiver is allowed by :func:`notified`."""
+    with worker_environment(**{WEBHOOK_SECRET_ENV: TEST_SECRET, "AGENT_WEBHOOK_URLS": None}):
+        yield
+
+
 def notified(url: str, fmt: str = "standard", **options) -> ConfirmationHook:
-    notifier = WebhookNotifier(url, TEST_SECRET, format=fmt)
+    allow_webhook(url)
+    notifier = WebhookNotifier(url, format=fmt, secret_env=WEBHOOK_SECRET_ENV)
     return ConfirmationHook({"*": DurableConfirmationStrategy(AlwaysAskPolicy(), notifier=notifier, **options)})
 
 

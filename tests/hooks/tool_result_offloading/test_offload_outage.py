@@ -21,6 +21,7 @@ from core.s3 import s3_client
 from hooks.tool_result_offloading import OFFLOADED_META_KEY, OffloadOverChars, S3ToolResultStore, ToolResultOffloadHook
 from tests import tools as t
 from tests.support.polling import eventually
+from tests.support.side_effects import worker_environment
 
 SIZE = 5_000
 #: moto's request log colours the lines of failed requests.
@@ -53,6 +54,11 @@ async def test_a_write_during_an_outage_waits_for_the_store(client, worker, scri
     bucket = f"outage-{uuid.uuid4().hex[:8]}"
     script(scripted, model)
     agent = offloading_agent(model, bucket, policy, timedelta(minutes=5))
+    with worker_environment(AGENT_S3_BUCKETS=bucket):  # the workers may write to it (core/side_effects.py)
+        await run_through_outage(client, worker, run_id, stack, bucket, agent)
+
+
+async def run_through_outage(client, worker, run_id, stack, bucket, agent) -> None:
     handle = await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker)
     first_write = await eventually(
         lambda: object_writes(stack, bucket), timeout=60, message="the run never tried to write its result"
@@ -81,8 +87,9 @@ async def test_after_the_deadline_the_result_becomes_an_error_not_inline(
     bucket = f"never-{uuid.uuid4().hex[:8]}"
     script(scripted, model)
     agent = offloading_agent(model, bucket, policy, timedelta(seconds=2))
-    handle = await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker)
-    result = await asyncio.wait_for(handle.result(), timeout=60)
+    with worker_environment(AGENT_S3_BUCKETS=bucket):
+        handle = await agent.start(client, [ChatMessage.from_user("go")], run_id=run_id, task_queue=worker)
+        result = await asyncio.wait_for(handle.result(), timeout=60)
     writes = object_writes(stack, bucket)
     assert writes and set(writes) == {404}, writes  # it tried, and every try hit the outage
 
