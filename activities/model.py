@@ -28,9 +28,9 @@ from activities.model_errors import TRANSIENT_MODEL_ERROR, classify, describe_en
 from activities.model_output import OUTPUT_INVALID_ERROR, account, correction_messages, output_problem, response_format
 from activities.model_stream import STREAM_BROKE_ERROR, TokenStream, streamed_completion
 from core.messages import ChatMessage, ChatRole, ToolCall
+from core.model_endpoints import model_endpoint
 from core.models import Model
 from core.payloads import add_usage
-from core.settings import model_endpoint
 from core.spec import DEFAULT_MODEL_RETRY_TIMEOUT
 from core.tools import ToolSpec
 from core.wire import CHAT_COMPLETION_ACTIVITY, NON_RETRYABLE_MODEL_ERROR

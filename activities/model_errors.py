@@ -9,7 +9,7 @@ from datetime import timedelta
 import openai
 from temporalio.exceptions import ApplicationError
 
-from core.settings import model_endpoint
+from core.model_endpoints import model_endpoint
 from core.wire import NON_RETRYABLE_MODEL_ERROR
 
 #: ``ApplicationError.type`` of a failure a retry may fix: 429, 5xx, no connection (retried, within the ceiling).

@@ -15,15 +15,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, SecretStr
 
 from agent.command_line import add_command
+from core.model_endpoints import ModelEndpoint, named_endpoints
 from core.settings import (
     MASK,
-    ModelEndpoint,
     Settings,
     SettingsError,
     allowed_values,
     env_name,
     get_settings,
-    named_endpoints,
 )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from core.settings import ENDPOINT_NAME
+from core.model_endpoints import ENDPOINT_NAME
 
 
 class Model(BaseModel):

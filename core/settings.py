@@ -24,7 +24,7 @@ import re
 from datetime import timedelta
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, SecretStr, ValidationError
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, SecretStr, TypeAdapter, ValidationError
 from pydantic import field_validator as _field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from temporalio import workflow
@@ -415,7 +415,6 @@ class _Snapshot(NamedTuple):
 
     environ: tuple[tuple[str, str], ...]
     settings: Settings
-    endpoints: dict[str, ModelEndpoint]
 
 
 _last: _Snapshot | None = None
@@ -440,10 +439,25 @@ def _snapshot() -> _Snapshot:
         settings = Settings()
     except ValidationError as err:
         raise SettingsError(_describe_errors(err, _settings_variables())) from None
-    variables = dict(environ)
-    names = sorted({match.group(1) for variable in variables if (match := _ENDPOINT_VARIABLE.fullmatch(variable))})
-    _last = _Snapshot(environ, settings, {name: _read_endpoint(name, settings, variables) for name in names})
+    _check_endpoint_timeouts(dict(environ))
+    _last = _Snapshot(environ, settings)
     return _last
+
+
+_SECONDS = TypeAdapter(PositiveFloat)
+_ENDPOINT_TIMEOUT_SUFFIX = "_OPENAI_TIMEOUT_SECONDS"
+
+
+def _check_endpoint_timeouts(environ: dict[str, str]) -> None:
+    """A named endpoint's ``{P}_OPENAI_TIMEOUT_SECONDS`` is checked with the other settings, so a
+    bad one is an error at start (core/model_endpoints.py reads the endpoints themselves)."""
+    for variable, raw in environ.items():
+        if variable.endswith(_ENDPOINT_TIMEOUT_SUFFIX) and variable != _ENDPOINT_TIMEOUT_SUFFIX[1:] and raw.strip():
+            try:
+                _SECONDS.validate_python(raw.strip())
+            except ValidationError as err:
+                where = {"?": (variable, "a number of seconds > 0", False)}
+                raise SettingsError(_describe_errors(err, where)) from None
 
 
 def get_settings() -> Settings:
@@ -466,86 +480,19 @@ def secret_from_environment(name: str) -> SecretStr | None:
     return SecretStr(value) if value else None
 
 
-# -- named model endpoints --------------------------------------------------------------------
+def current_environment() -> tuple[tuple[tuple[str, str], ...], Settings]:
+    """The environment the settings were last read from, and those settings (read again when it
+    changed): for modules that read more variables of their own from it (core/model_endpoints.py).
 
-#: The name of a model endpoint: an upper-case prefix of its variables (``SUMMARY`` reads
-#: ``SUMMARY_OPENAI_BASE_URL``, ``SUMMARY_OPENAI_API_KEY``, ``SUMMARY_OPENAI_TIMEOUT_SECONDS``).
-ENDPOINT_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
-_ENDPOINT_VARIABLE = re.compile(rf"({ENDPOINT_NAME.pattern})_OPENAI_(BASE_URL|API_KEY|TIMEOUT_SECONDS)")
-
-
-class ModelEndpoint(BaseModel):
-    """One OpenAI-compatible endpoint a worker can call.
-
-    :param name: None for the worker's own (``OPENAI_*``); else the prefix of its variables.
-    :param base_url: ``{name}_OPENAI_BASE_URL`` (None: OpenAI's).
-    :param api_key: ``{name}_OPENAI_API_KEY``.
-    :param timeout_seconds: ``{name}_OPENAI_TIMEOUT_SECONDS``, else ``OPENAI_TIMEOUT_SECONDS``.
-    :param from_environment: The fields read from the endpoint's own variables.
-    """
-
-    model_config = {"frozen": True}
-
-    name: str | None = None
-    base_url: str | None = Field(None, description="base URL")
-    api_key: SecretStr | None = Field(None, description="API key (secret)")
-    timeout_seconds: PositiveFloat = Field(120.0, description="timeout of one call in seconds")
-    from_environment: frozenset[str] = frozenset()
-
-    def is_set(self, field: str) -> bool:
-        """Whether ``field`` came from the endpoint's own variable (else a default)."""
-        return field in self.from_environment
-
-    @property
-    def configured(self) -> bool:
-        """Whether its URL or key is set (a named endpoint with neither is not configured)."""
-        return bool(self.base_url or self.api_key)
-
-    def env_name(self, field: Literal["base_url", "api_key", "timeout_seconds"]) -> str:
-        """The environment variable of ``field`` for this endpoint."""
-        return f"{self.name + '_' if self.name else ''}OPENAI_{field.upper()}"
-
-
-def model_endpoint(name: str | None = None) -> ModelEndpoint:
-    """The endpoint ``name`` names (None: the worker's own, ``OPENAI_*``); one the environment
-    does not configure has neither URL nor key (:attr:`ModelEndpoint.configured` is False).
-
-    :raises ValueError: ``name`` is not an upper-case prefix (letters, digits, single underscores).
     :raises SettingsError: As :func:`get_settings`.
     """
     snapshot = _snapshot()
-    settings = snapshot.settings
-    if name is None:
-        return ModelEndpoint(
-            base_url=settings.openai_base_url,
-            api_key=settings.openai_api_key,
-            timeout_seconds=settings.openai_timeout_seconds,
-        )
-    if not ENDPOINT_NAME.fullmatch(name):
-        raise ValueError(f"Model endpoint name {name!r} must be an upper-case prefix such as 'SUMMARY'.")
-    return snapshot.endpoints.get(name) or ModelEndpoint(name=name, timeout_seconds=settings.openai_timeout_seconds)
+    return snapshot.environ, snapshot.settings
 
 
-def named_endpoints() -> list[ModelEndpoint]:
-    """Every named endpoint the environment configures (any ``{P}_OPENAI_BASE_URL``, ``_API_KEY``
-    or ``_TIMEOUT_SECONDS`` is set), by name.
+def describe_errors(error: ValidationError, variables: dict[str, tuple[str, str, bool]]) -> str:
+    """A :class:`SettingsError` message for ``error``: each variable, what was wrong, what is allowed.
 
-    :raises SettingsError: As :func:`get_settings`.
+    :param variables: ``{field: (variable, allowed, secret)}`` of the fields ``error`` may name.
     """
-    return list(_snapshot().endpoints.values())
-
-
-def _read_endpoint(name: str, settings: Settings, environ: dict[str, str]) -> ModelEndpoint:
-    """The endpoint ``name`` from ``environ`` (its timeout defaults to ``OPENAI_TIMEOUT_SECONDS``)."""
-    values: dict[str, Any] = {
-        field: raw
-        for field in ("base_url", "api_key", "timeout_seconds")
-        if (raw := environ.get(f"{name}_OPENAI_{field.upper()}", "").strip())
-    }
-    read = frozenset(values)
-    values.setdefault("timeout_seconds", settings.openai_timeout_seconds)
-    try:
-        return ModelEndpoint(name=name, from_environment=read, **values)
-    except ValidationError as err:
-        variables = {"timeout_seconds": (f"{name}_OPENAI_TIMEOUT_SECONDS", "a number of seconds > 0", False)}
-        raise SettingsError(_describe_errors(err, variables)) from None
+    return _describe_errors(error, variables)

@@ -22,8 +22,8 @@ from typing import Any
 
 from activities.model import ModelCallInput
 from core.messages import ChatMessage
+from core.model_endpoints import ENDPOINT_NAME as _ENDPOINT_NAME  # upper-case words joined by single underscores
 from core.serialization import default_from_dict, default_to_dict
-from core.settings import ENDPOINT_NAME as _ENDPOINT_NAME  # upper-case words joined by single underscores
 
 #: Parameters the ``chat_completion`` activity sets itself; a spec may not override them.
 RESERVED_GENERATION_KWARGS = frozenset({"model", "messages", "tools", "stream"})

@@ -14,6 +14,7 @@ import pytest
 from agent.config_command import describe_settings, settings_table
 from agent.dev.stack import DevStack
 from core.checks import ConfigurationError
+from core.model_endpoints import model_endpoint, named_endpoints
 from core.settings import (
     DEFAULT_MAX_CACHED_WORKFLOWS,
     MASK,
@@ -21,8 +22,6 @@ from core.settings import (
     SettingsError,
     env_name,
     get_settings,
-    model_endpoint,
-    named_endpoints,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
