@@ -21,10 +21,8 @@ the policy (and asked, if the policy still says so) only once the first is decid
 identical calls under ``AskOncePolicy`` make one request when the first is confirmed. Calls of
 different tools, and every call under a policy that does not learn, wait concurrently.
 
-What a person sends is bounded (see :mod:`hooks.human_in_the_loop.registry`), and so is what the
-model is told about a modification: the new parameters already travel in full in the call that
-runs, so the explanation shows them whole only while they are short and a preview otherwise
-(:func:`modification_feedback`).
+What a person sends is bounded (:mod:`hooks.human_in_the_loop.registry`), and so is what the model
+is told of a modification: shown whole only while short, a preview otherwise (:func:`modification_feedback`).
 
 Who may decide: ``approvers=[...]`` names the people whose decisions the run accepts (each request
 carries the list in ``PendingConfirmation.approvers``; the Update's validator and the Signal's
