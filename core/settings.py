@@ -266,7 +266,7 @@ class Settings(BaseSettings):
         "the project's packages and the modules of the agents and tools the worker serves.",
         "comma-separated module names, e.g. myapp.hooks,myapp.policies",
     )
-    # Side effects a run's input may ask for (core/side_effects.py; docs/security-side-effects.md)
+    # Side effects a run's input may ask for (core/side_effects.py; docs/security.md)
     file_roots: str | None = _setting(
         "AGENT_FILE_ROOTS",
         None,
