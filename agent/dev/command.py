@@ -163,6 +163,8 @@ async def _until_stopped(
         agents = _agui_agents(args.agent, args.task_queue)
         inbox = await start_inbox(client, identity, "127.0.0.1", args.inbox_port, agents)
         print(f"Inbox:           {inbox.url}  ({describe_identity(identity)})", flush=True)
+        for name in agents:
+            print(f"AG-UI:           POST {inbox.url}/ag-ui/{name}", flush=True)
     codec = None
     if args.encrypt:
         origins = ui_origins(stack.temporal.ui_port) if stack.temporal.ui_port else []
@@ -172,8 +174,6 @@ async def _until_stopped(
         promoted = await promote_if_none_current(client, args.build_id, args.deployment_name)
         what = promoted or f"deployment {args.deployment_name} already has a current build (agent deploy status)"
         print(f"Deployment:      worker is build {args.build_id} of {args.deployment_name}; {what}", flush=True)
-        for name in agents:
-            print(f"AG-UI:           POST {inbox.url}/ag-ui/{name}", flush=True)
     if metrics is not None:
         print(f"Metrics:         http://{metrics}/metrics  (AGENT_PROMETHEUS_BIND)", flush=True)
     watcher = None

@@ -14,6 +14,7 @@ from agent import Agent, ChatMessage, connect
 from agent.dev.scripted_model import ScriptedModelServer
 from agent.dev.stack import DevStack
 from agent.run_problems import health_lines
+from core.payloads import RunHealth
 from core.settings import ConfigurationError
 from tests.support.polling import eventually
 from worker import create_worker
@@ -57,10 +58,17 @@ async def test_the_limit_holds_across_two_workers_and_no_run_fails(
                 for i in range(RUNS)
             )
         )
-        # While the limit holds a call back, its run's health (agent status) says why it waits.
-        last = handles[-1]
-        health = await eventually(last.health, lambda h: "chat_completion" in h.waiting_activities, timeout=30)
-        assert any("rate limit (AGENT_MODEL_CALLS_PER_SECOND)" in line for line in health_lines(last.run_id, health))
+
+        # While the limit holds calls back, their runs' health (agent status) says why they wait.
+        async def a_waiting_run() -> tuple[str, RunHealth] | None:
+            for handle in handles:
+                health = await handle.health()
+                if "chat_completion" in health.waiting_activities:
+                    return handle.run_id, health
+            return None
+
+        waiting_run, health = await eventually(a_waiting_run, timeout=30)
+        assert any("rate limit (AGENT_MODEL_CALLS_PER_SECOND)" in line for line in health_lines(waiting_run, health))
         results = await asyncio.wait_for(asyncio.gather(*(h.result() for h in handles)), 120)
     assert all(r.last_message.text == "ok" for r in results)
     starts = [start for h in handles for start in await model_call_starts(client, h.run_id)]
