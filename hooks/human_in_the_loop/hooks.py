@@ -21,6 +21,7 @@ from hooks._tool_keys import (
     lookup_by_tool,
     validate_tool_keys,
 )
+from hooks.context import current_run_or_none
 from hooks.human_in_the_loop.dataclasses import ToolExecutionDecision
 from hooks.human_in_the_loop.notifications import ApprovalOutbox
 from hooks.human_in_the_loop.protocol import STRATEGY_SLOT, ConfirmationCall, ConfirmationStrategy
@@ -251,7 +252,8 @@ class ConfirmationHook:
     async def close_async(self) -> None:
         """At the run's end, wait for the approval_decided/expired notifications still under way
         (:meth:`~hooks.human_in_the_loop.notifications.ApprovalOutbox.drain`; none without a notifier)."""
-        if workflow.in_workflow():
+        # Not on a workflow being evicted from the cache: its run context is gone, and nothing is sent then.
+        if workflow.in_workflow() and current_run_or_none() is not None:
             await ApprovalOutbox.of_current_run().drain()
 
     def search_attributes(self) -> dict[str, str]:
