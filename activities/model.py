@@ -27,6 +27,7 @@ from activities.heartbeat import HEARTBEAT_TIMEOUT, with_heartbeats
 from activities.model_errors import TRANSIENT_MODEL_ERROR, classify, describe_endpoint
 from activities.model_output import OUTPUT_INVALID_ERROR, account, correction_messages, output_problem, response_format
 from activities.model_stream import STREAM_BROKE_ERROR, TokenStream, streamed_completion
+from activities.provider_quirks import request_for_model
 from core.messages import ChatMessage, ChatRole, ToolCall
 from core.model_endpoints import model_endpoint
 from core.models import Model
@@ -321,7 +322,7 @@ class ModelActivities:
         for choice in choices:
             attempt = request.model_copy(update={"model": choice.name, "endpoint": choice.endpoint, "fallbacks": []})
             try:
-                output = await self._call_once(attempt, {**body, "model": choice.name})
+                output = await self._call_once(attempt, request_for_model({**body, "model": choice.name}, choice.name))
             except ApplicationError as err:
                 # A stream that broke after its tokens were published is retried as a whole (the
                 # watchers see a retry marker), not continued by another model's tokens.

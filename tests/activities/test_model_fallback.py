@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
+from activities.provider_quirks import request_for_model
 from agent import Agent, ChatMessage
 from agent.dev.ports import free_port
 from agent.dev.scripted_model import ScriptedModelServer
@@ -156,3 +157,24 @@ async def test_a_stream_broken_after_its_first_tokens_is_retried_not_continued_b
     assert result.last_message.text == "again"
     assert result.last_message.meta["answered_by"] == {"model": primary_model, "endpoint": first}
     assert scripted.requests(backup_model) == []
+
+
+@pytest.mark.parametrize(
+    ("model", "renamed"),
+    [("o3-mini", True), ("openai/o1", True), ("gpt-5", True), ("gpt-4o", False), ("claude-sonnet-4", False)],
+)
+def test_max_tokens_is_renamed_for_the_models_that_refuse_it(model: str, renamed: bool) -> None:
+    body = {"model": model, "messages": [], "max_tokens": 50}
+    sent = request_for_model(body, model)
+    assert ("max_completion_tokens" in sent, "max_tokens" in sent) == (renamed, not renamed)
+    assert body["max_tokens"] == 50  # the caller's body is left as it was
+
+
+async def test_the_renamed_setting_reaches_the_endpoint(
+    client: Client, worker: str, scripted: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = f"o3-{uuid.uuid4().hex[:8]}"
+    scripted.script(model, [{"text": "short"}])
+    await run(client, worker, Agent(model=model, model_settings={"max_tokens": 20}))
+    sent = scripted.requests(model)[0]
+    assert sent["max_completion_tokens"] == 20 and "max_tokens" not in sent
