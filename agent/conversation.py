@@ -31,10 +31,7 @@ DEFAULT_TURN_TIMEOUT = timedelta(minutes=10)
 DEFAULT_ACCEPT_TIMEOUT = timedelta(seconds=30)
 #: What becomes of an Update no worker took in time (measured on the dev server: nothing is in the
 #: run's history; a worker that picks the run up later receives it and it takes effect).
-HELD = (
-    "the server holds it and hands it to the run when a worker picks the run up (unless the server restarts "
-    "first)"
-)
+HELD = "the server holds it and hands it to the run when a worker picks the run up (unless the server restarts first)"
 #: Polling of ``turn_result``: first interval, growing by half each time up to the last.
 POLL_FIRST_SECONDS, POLL_MAX_SECONDS = 0.05, 1.0
 #: What became of an Update the server turned away (the run's workflow task had failed or timed out,

@@ -35,6 +35,7 @@ from activities.tool_invocation import ToolInvocationInput
 from agent.approvals.decisions import ConfirmationError
 from agent.client import AgentRunHandle
 from agent.live_view import LiveTranscript, PlainScreen, describe_call, preview
+from agent.run_endings import cut_calls, ending_line, tool_errors
 from agent.run_history import HistoryDecoder, HistoryItem, copied_before_reset
 from agent.run_problems import failing_task_lines, health_lines
 from agent.workers import workers_of
@@ -460,6 +461,14 @@ class RunWatcher:
             self.out.line(
                 f"run {run_id} completed: exit reason {result.exit_reason}, {result.step_count} steps, tool calls: {counts}"
             )
+            if not self.events:  # `agent run --wait`: the tool errors the event lines would have shown
+                for error in tool_errors(result.messages):
+                    self.out.line(f"  {error.line()}")
+            ending = await ending_line(self.handle.workflow, self.handle.client.data_converter, result)
+            if ending is not None:
+                self.out.line(ending)
+                for cut in cut_calls(result):  # cut by the cancel: no tool_finished event says so
+                    self.out.line(f"  cut: {cut.line()}")
             if result.last_message is not None and result.last_message.text:
                 self.out.line(f"final answer: {result.last_message.text}")
             return 0

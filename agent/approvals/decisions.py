@@ -186,6 +186,7 @@ async def query_pending(
     :raises RunNotAnsweringError: When the run did not answer within ``timeout``.
     :raises ConfirmationError: When the query fails.
     """
+
     async def ask(rpc_timeout: timedelta | None) -> list[PendingConfirmation]:
         return await handle.query(
             PENDING_CONFIRMATIONS_QUERY, result_type=list[PendingConfirmation], rpc_timeout=rpc_timeout

@@ -183,11 +183,15 @@ async def cmd_cancel(args: argparse.Namespace, client: Client) -> int:
     if await _refused(client, args.run, "the cancel"):
         return 1
     handle = get_run(client, args.run)
+    stuck = await _stuck(handle)
+    if stuck is not None:  # its workflow task keeps failing: no Update reaches its code
+        print(f"error: {stuck}", file=sys.stderr)
+        return 1
     try:
         async with announce_if_slow(f"waiting up to {args.timeout:g} s for run {args.run} to accept the cancel ..."):
             await handle.cancel(args.reason, timeout=timedelta(seconds=args.timeout))
     except ConversationError as err:
-        print(f"error: {await _why_not_cancelled(handle, err)}", file=sys.stderr)
+        print(f"error: {await _stuck(handle) or err}", file=sys.stderr)
         return 1
     result = await wait_within(args.timeout, f"run {args.run} to end", handle.result(), announce=True)
     print(
@@ -197,16 +201,16 @@ async def cmd_cancel(args: argparse.Namespace, client: Client) -> int:
     return 0
 
 
-async def _why_not_cancelled(handle: AgentRunHandle, err: ConversationError) -> str:
-    """``err``'s message, or for a stuck run (its workflow task keeps failing, so no Update can
-    reach its code) what is failing and the two ways on."""
+async def _stuck(handle: AgentRunHandle) -> str | None:
+    """For a stuck run (its workflow task keeps failing, so no Update reaches its code): what is
+    failing and the two ways on; None for any other run."""
     try:
         health = await handle.health()
     except RPCError:
-        return str(err)
+        return None
     task = health.failing_workflow_task
     if task is None:
-        return str(err)
+        return None
     run = handle.run_id
     return (
         f"run {run} cannot take the cancel: it is stuck, its workflow task keeps failing (attempt {task.attempt}): "
@@ -285,7 +289,11 @@ async def cmd_chat(args: argparse.Namespace, client: Client) -> int:
         print(
             f"error: run '{args.run}' has ended ({status.lower()}): it takes no more messages. "
             f"`agent result {args.run}` shows how it ended; to talk to "
-            + (f"{args.agent} again, give a new run id." if agent else "the agent again, start a new run id with --agent."),
+            + (
+                f"{args.agent} again, give a new run id."
+                if agent
+                else "the agent again, start a new run id with --agent."
+            ),
             file=sys.stderr,
         )
         return 1

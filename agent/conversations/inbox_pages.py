@@ -25,6 +25,7 @@ from agent.inbox.csrf import CSRF_COOKIE, CSRF_FIELD
 from agent.inbox.live import SoFar, read_so_far
 from agent.inbox.pages import InboxContext, PageError, no_such_run
 from agent.inbox.run_view import is_not_found
+from agent.run_endings import ending_of
 from agent.run_history import read_history
 from core.messages import ChatMessage
 from core.payloads import AgentRunInput
@@ -157,6 +158,7 @@ class ConversationPages:
             read_only=self.inbox.identity.read_only,
             so_far=so_far,
             live=live,
+            ending=await ending_of(self.inbox.client, run_id, run_status),
         )
 
     async def send(self, request: Request) -> Response:
