@@ -115,6 +115,10 @@ def create_worker(
     )
 
 
+#: How often ``run_worker`` looks whether the worker has started polling.
+READY_POLL_SECONDS = 0.02
+
+
 async def run_worker(client: Client, tools: list[Tool | MCPToolset], task_queue: str | None = None) -> None:
     """Run a worker until SIGINT/SIGTERM."""
     worker = create_worker(client, tools=tools, task_queue=task_queue)
@@ -123,6 +127,9 @@ async def run_worker(client: Client, tools: list[Tool | MCPToolset], task_queue:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with worker:
+        # `async with` returns before the plugins have run (MCP servers start there): ready means polling.
+        while not worker.is_running:
+            await asyncio.sleep(READY_POLL_SECONDS)
         logging.getLogger(__name__).info("worker polling task queue %r", worker.task_queue)
         print(f"worker ready {os.getpid()}", flush=True)  # for supervisors and tests waiting on start-up
         await stop.wait()
