@@ -108,6 +108,14 @@ class LinkPages(InboxPages):
             raise PageError(403, "Form expired", "This form's security token is missing or wrong. Open the link again.")
         feedback = str(form.get("feedback") or "").strip() or None
         decision = claims_decision(claims, feedback if claims.action == "reject" else None)
+        # A link works once: its decision's Update id is stable (a retry after a timeout is the same
+        # Update), so a use after the call was decided is refused here, from the history.
+        decided = (await self.read_run(claims.run_id)).decisions.get(claims.tool_call_id)
+        if decided is not None:
+            who = decided.approver or "nobody (timeout)"
+            return await self._page(
+                request, claims, error=f"This call was already decided: {decided.action} by {who}.", status=409
+            )
         try:
             await submit_decision(self.handle(claims.run_id).workflow, decision, self.settings.decision_timeout)
         except DecisionRefusedError as err:

@@ -56,7 +56,11 @@ async def test_a_frozen_worker_keeps_the_pages_deadline_and_a_retry_adds_the_mes
         url = f"/runs/{run_id}/conversation"
         async with http(app, headers={IDENTITY_HEADER: "ann"}, timeout=120) as browser:
             page = await browser.get(url)
-            form = {"text": "please do it once", "csrf_token": csrf_of(page.text), "message_id": message_id_of(page.text)}
+            form = {
+                "text": "please do it once",
+                "csrf_token": csrf_of(page.text),
+                "message_id": message_id_of(page.text),
+            }
             worker.freeze()
             tries = []
             for _ in range(2):  # the person sends, sees the error, and sends the same form again
