@@ -252,7 +252,8 @@ def add_dev_command(subparsers: argparse._SubParsersAction) -> None:
     dev.add_argument(
         "--inbox-identity",
         default=dev_identity(),
-        help="the name the dev inbox decides as (--insecure-dev-identity; default: the CLI's default approver, "
+        help="the name the dev inbox decides as until a person chooses another in the page's header "
+        "(--insecure-dev-identity; default: the CLI's default approver, "
         f"$AGENT_APPROVER else your OS user name: {dev_identity()!r})",
     )
     dev.set_defaults(handler=cmd_dev, needs_client=False)
