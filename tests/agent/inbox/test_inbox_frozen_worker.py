@@ -15,6 +15,7 @@ from agent.conversation import NotAcceptedError
 from agent.inbox import IdentityConfig, InboxSettings, create_app
 from tests.agent.inbox.support import IDENTITY_HEADER
 from tests.agent.inbox.test_inbox_http import csrf_of, http
+from tests.agent.inbox.test_inbox_links import LINK_SECRET, link, parked
 from tests.support.frozen_worker import bound, worker_to_freeze
 
 pytestmark = pytest.mark.slow
@@ -95,3 +96,25 @@ async def test_a_frozen_worker_keeps_the_pages_deadline_and_a_retry_adds_the_mes
         assert user_texts(scripted, model) == ["hi", "please do it once", "and this too"]
         await handle.cancel("test over")
         await handle.result()
+
+
+async def test_a_frozen_worker_keeps_the_link_posts_deadline(client, scripted, model, run_id, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENT_APPROVAL_LINK_SECRET", LINK_SECRET)
+    async with worker_to_freeze(tmp_path, f"frozen-{run_id}") as worker:
+        handle, pending = await parked(client, worker.task_queue, scripted, model, run_id)
+        app = create_app(client, settings=InboxSettings(decision_timeout=timedelta(seconds=DEADLINE)))
+        url = link(pending, run_id, "confirm", "bob")
+        async with http(app, timeout=120) as browser:
+            page = await browser.get(url)
+            worker.freeze()
+            began = time.monotonic()
+            used = await browser.post(url, data={"csrf_token": csrf_of(page.text)})
+            took = time.monotonic() - began
+        assert used.status_code == 504, used.text
+        assert took <= bound(DEADLINE), f"the link POST took {took:.1f} s against a {DEADLINE:g} s deadline"
+        assert f"did not accept or refuse the decision within {DEADLINE:g} s" in used.text
+        assert 'data-testid="unanswered"' in used.text  # the run was not asked again
+        worker.thaw()
+        result = await handle.workflow.result(rpc_timeout=timedelta(seconds=120))
+    record = next(m for m in result.messages if m.tool_calls).tool_calls[0].extra["confirmation"]
+    assert record["approver"] == "bob"
