@@ -37,6 +37,7 @@ async def test_approve_with_a_frozen_worker_returns_at_its_deadline(client, scri
         )
         assert approved.returncode == 1, approved.stdout
         assert took <= bound(deadline) + CLI_START_SECONDS, f"agent approve took {took:.1f} s"
+        print(f"agent approve --timeout {deadline:g}, worker frozen: {took:.1f} s\n{approved.stderr}")
         assert f"did not accept or refuse the decision within {deadline:g} s: no worker took it" in approved.stderr
         assert "Sending the same decision again is safe: it is applied once." in approved.stderr
         again, _ = await timed_cli("approve", run_id, call.tool_call_id, "--approver", "ann", "--timeout", "2")
@@ -70,6 +71,7 @@ async def test_send_with_a_frozen_worker_keeps_its_deadline_and_a_retry_adds_not
         sent, took = await timed_cli("send", run_id, "please do it once", "--timeout", f"{deadline:g}")
         assert sent.returncode == 1, sent.stdout
         assert took <= bound(deadline) + CLI_START_SECONDS, f"agent send took {took:.1f} s"
+        print(f"agent send --timeout {deadline:g}, worker frozen: {took:.1f} s\n{sent.stderr}")
         assert f"did not accept the message within {deadline:g} s: no worker took it" in sent.stderr, sent.stderr
         resend = re.search(r"to send it again safely: agent send \S+ \.\.\. --message-id (msg-[0-9a-f]+)", sent.stderr)
         assert resend, sent.stderr

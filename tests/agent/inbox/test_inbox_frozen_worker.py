@@ -68,6 +68,7 @@ async def test_a_frozen_worker_keeps_the_pages_deadline_and_a_retry_adds_the_mes
                 began = time.monotonic()
                 answer = await browser.post(f"{url}/send", data=form)
                 tries.append((time.monotonic() - began, answer))
+            print(f"inbox send, worker frozen, deadline {DEADLINE:g} s: " + ", ".join(f"{t:.1f} s" for t, _ in tries))
             for took, answer in tries:
                 assert answer.status_code == 504, answer.text
                 assert took <= bound(DEADLINE), f"the send took {took:.1f} s against a {DEADLINE:g} s deadline"
@@ -80,6 +81,7 @@ async def test_a_frozen_worker_keeps_the_pages_deadline_and_a_retry_adds_the_mes
             with pytest.raises(NotAcceptedError, match=r"give the same message id \((msg-[0-9a-f]+)\)") as raised:
                 await handle.send_message("and this too", sender="ann", timeout=timedelta(seconds=DEADLINE))
             took = time.monotonic() - began
+            print(f"handle.send_message, worker frozen, deadline {DEADLINE:g} s: {took:.1f} s: {raised.value}")
             assert took <= bound(DEADLINE), f"send_message took {took:.1f} s against a {DEADLINE:g} s deadline"
             api_id = re.search(r"\((msg-[0-9a-f]+)\)", str(raised.value)).group(1)
             with pytest.raises(NotAcceptedError):
@@ -112,6 +114,7 @@ async def test_a_frozen_worker_keeps_the_link_posts_deadline(client, scripted, m
             took = time.monotonic() - began
         assert used.status_code == 504, used.text
         assert took <= bound(DEADLINE), f"the link POST took {took:.1f} s against a {DEADLINE:g} s deadline"
+        print(f"link POST, worker frozen, deadline {DEADLINE:g} s: {took:.1f} s")
         assert f"did not accept or refuse the decision within {DEADLINE:g} s" in used.text
         assert 'data-testid="unanswered"' in used.text  # the run was not asked again
         worker.thaw()
