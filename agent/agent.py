@@ -113,6 +113,8 @@ class Agent(AgentSpec):
         :param message_id: Your id for the message, for safe retries.
         :param hook_context: For a run this call starts (as :meth:`start`).
         :raises agent.conversation.MessageRefusedError: The run refused the message.
+        :raises agent.conversation.NotAcceptedError: No worker accepted it within 30 s (the run is
+            started; the message is delivered when a worker picks the run up).
         :raises ValueError: As :meth:`start`.
         :raises agent.routing.NoCurrentVersionError: As :meth:`start`, when this call would start the run.
         """

@@ -214,20 +214,29 @@ class AgentRunHandle:
 
     # -- conversations (DESIGN.md "Conversations"; wire API in docs/api.md) ------------------
 
-    async def send_message(self, text: str, sender: str | None = None, message_id: str | None = None) -> MessageReceipt:
+    async def send_message(
+        self,
+        text: str,
+        sender: str | None = None,
+        message_id: str | None = None,
+        timeout: timedelta | None = conversation.DEFAULT_ACCEPT_TIMEOUT,
+    ) -> MessageReceipt:
         """Send a message into the run (Update ``send_message``); it is delivered at the next step
         boundary, or starts the next turn of a session waiting for the user.
 
         :param text: What to say (non-empty, at most 32,000 characters).
         :param sender: Who says it; must be one of the agent's ``participants`` when it names them.
         :param message_id: Your id for the message: sending it again returns the first receipt and
-            adds nothing (safe retries). None: the run assigns one.
+            adds nothing (safe retries). None: a fresh one is made here (see the receipt).
+        :param timeout: The one deadline of the call (None: as long as it takes).
         :returns: ``MessageReceipt(message_id, turn)``; ``wait_turn(receipt.turn)`` waits for the answer.
+        :raises agent.conversation.NotAcceptedError: No worker accepted it within ``timeout``; it is
+            delivered when a worker picks the run up (resend only with the same ``message_id``).
         :raises agent.conversation.MessageRefusedError: The run refused it (finished or cancelled
             run, a run without a session past its turn, empty or too long text, sender not allowed).
         """
         return await conversation.send_message(
-            self.workflow, UserMessage(text=text, sender=sender, message_id=message_id)
+            self.workflow, UserMessage(text=text, sender=sender, message_id=message_id), timeout
         )
 
     async def wait_turn(self, turn: int, timeout: timedelta = conversation.DEFAULT_TURN_TIMEOUT) -> TurnResult:
@@ -238,15 +247,19 @@ class AgentRunHandle:
         """
         return await conversation.wait_turn(self.workflow, turn, timeout)
 
-    async def cancel(self, reason: str | None = None) -> RunStatus:
+    async def cancel(
+        self, reason: str | None = None, timeout: timedelta | None = conversation.DEFAULT_ACCEPT_TIMEOUT
+    ) -> RunStatus:
         """End the run cleanly (Update ``cancel_run``): in-flight tools are cancelled, every open
         tool call gets a cancelled result, waiting confirmations close, ``after_run`` and ``close``
         run, and ``result()`` returns ``exit_reason="cancelled"``. Temporal's own cancel
         (``workflow.cancel()``, the UI) does the same with a default reason.
 
+        :param timeout: The one deadline of the call (None: as long as it takes).
+        :raises agent.conversation.NotAcceptedError: No worker accepted it within ``timeout``.
         :raises agent.conversation.ConversationError: The run has already finished.
         """
-        return await conversation.cancel_run(self.workflow, reason)
+        return await conversation.cancel_run(self.workflow, reason, timeout)
 
     async def rewind(self, to_step: int, reason: str, turn: int | None = None) -> Rewound:
         """Take the run back to the start of step ``to_step`` of its current Temporal run

@@ -8,6 +8,7 @@ come back as :class:`ConversationError` subclasses with a readable message (DESI
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import timedelta
 
 from temporalio.client import (
@@ -19,19 +20,26 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
+from agent.deadlines import DeadlinePassed, UpdateNotTaken, execute_update, seconds, update_id, within
 from core.payloads import AgentRunInput, CancelRequest, MessageReceipt, RunStatus, TurnResult, UserMessage
 from core.settings import DEFAULT_WORKFLOW_TASK_TIMEOUT
 from core.wire import CANCEL_RUN_UPDATE, RUN_STATUS_QUERY, SEND_MESSAGE_UPDATE, TURN_RESULT_QUERY, WORKFLOW_TYPE
 
 #: How long ``wait_turn`` waits by default.
 DEFAULT_TURN_TIMEOUT = timedelta(minutes=10)
+#: How long a message or a cancel waits by default for the run (a worker) to accept it.
+DEFAULT_ACCEPT_TIMEOUT = timedelta(seconds=30)
+#: What becomes of an Update no worker took in time (measured on the dev server: nothing is in the
+#: run's history; a worker that picks the run up later receives it and it takes effect).
+HELD = "the server holds it and hands it to the run when a worker picks the run up (unless the server restarts first)"
 #: Polling of ``turn_result``: first interval, growing by half each time up to the last.
 POLL_FIRST_SECONDS, POLL_MAX_SECONDS = 0.05, 1.0
-#: Tries of an Update whose workflow task failed under it, and the pause between two. A Signal
-#: that arrives while the task is out (a batch of tokens, every AGENT_TOKEN_BATCH_MS while an answer streams)
-#: fails that task with UnhandledCommand; the worker runs it again at once, but the server has
-#: already rejected the Update ("unexpected workflow task failure"), which was not applied.
-UPDATE_TRIES, UPDATE_RETRY_SECONDS = 5, 0.2
+#: What became of an Update the server turned away (the run's workflow task had failed or timed out,
+#: as a stopped worker's does; agent.deadlines.execute_update tries it again until the deadline).
+TURNED_AWAY = (
+    "the server turned it away because the run's workflow task had failed or timed out (a stopped worker's "
+    "does), so it was not delivered"
+)
 
 
 class ConversationError(RuntimeError):
@@ -40,6 +48,11 @@ class ConversationError(RuntimeError):
 
 class MessageRefusedError(ConversationError):
     """The run refused the message (closed run, empty or too long text, sender not a participant)."""
+
+
+class NotAcceptedError(ConversationError, TimeoutError):
+    """No worker accepted the message or the cancel within its deadline (the message says what
+    becomes of it and what to do)."""
 
 
 class TurnTimeoutError(ConversationError, TimeoutError):
@@ -53,47 +66,83 @@ def _cause_message(err: BaseException) -> str:
     return str(getattr(cause, "message", None) or cause or err)
 
 
-async def _execute_update(handle: WorkflowHandle, update: str, arg: object, result_type: type) -> object:
-    """``handle.execute_update``, tried again (see :data:`UPDATE_TRIES`) when the workflow task
-    that carried it failed; any other error, or the last try's, is raised as it came."""
-    for attempt in range(1, UPDATE_TRIES + 1):
-        try:
-            return await handle.execute_update(update, arg, result_type=result_type)
-        except RPCError as err:
-            task_failed = err.status == RPCStatusCode.FAILED_PRECONDITION and "workflow task failure" in err.message
-            if not task_failed or attempt == UPDATE_TRIES:
-                raise
-        await asyncio.sleep(UPDATE_RETRY_SECONDS)
-    raise AssertionError("unreachable")
-
-
 def _rpc_error(err: RPCError, run_id: str, what: str) -> ConversationError:
     if err.status == RPCStatusCode.NOT_FOUND:
         return MessageRefusedError(f"Run '{run_id}' is not running (finished, or never started), so {what}.")
     return ConversationError(f"Run '{run_id}': {err.message}")
 
 
-async def send_message(handle: WorkflowHandle, message: UserMessage) -> MessageReceipt:
+def new_message_id() -> str:
+    """A fresh message id (``msg-`` and 32 hex digits), for a message whose sender gave none."""
+    return f"msg-{uuid.uuid4().hex}"
+
+
+async def send_message(
+    handle: WorkflowHandle, message: UserMessage, timeout: timedelta | None = DEFAULT_ACCEPT_TIMEOUT
+) -> MessageReceipt:
     """Send ``message`` by the ``send_message`` Update; returns once the run accepted it.
 
+    The message gets an id here when it has none, and the Update's id is derived from it, so a
+    retry with the same id is the same Update to the server and the same message to the run.
+
+    :param timeout: The one deadline of the whole call (None: as long as it takes).
+    :raises NotAcceptedError: No worker accepted it within ``timeout`` (it may still be delivered).
     :raises MessageRefusedError: The run's validator refused it, or the run is not running.
     :raises ConversationError: For any other Temporal error.
     """
+    if message.message_id is None:
+        message = message.model_copy(update={"message_id": new_message_id()})
     try:
-        return await _execute_update(handle, SEND_MESSAGE_UPDATE, message, MessageReceipt)  # type: ignore[return-value]
+        return await execute_update(
+            handle,
+            SEND_MESSAGE_UPDATE,
+            message,
+            result_type=MessageReceipt,
+            id=update_id("message", handle.id, message.message_id),
+            timeout=timeout,
+        )
+    except UpdateNotTaken as err:
+        became = (
+            f"It is not lost: {HELD}. Do not send it again; if you do, give"
+            if err.held
+            else f"{TURNED_AWAY[0].upper()}{TURNED_AWAY[1:]}. Send it again once the worker is back, with"
+        )
+        raise NotAcceptedError(
+            f"Run '{handle.id}' did not accept the message within {seconds(timeout)}: no worker took it (is the "
+            f"run's worker running, or stopped?). {became} the same message id ({message.message_id}): it is "
+            "added once."
+        ) from err
     except WorkflowUpdateFailedError as err:
         raise MessageRefusedError(f"Run '{handle.id}' refused the message: {_cause_message(err)}") from err
     except RPCError as err:
         raise _rpc_error(err, handle.id, "it takes no message") from err
 
 
-async def cancel_run(handle: WorkflowHandle, reason: str | None) -> RunStatus:
+async def cancel_run(
+    handle: WorkflowHandle, reason: str | None, timeout: timedelta | None = DEFAULT_ACCEPT_TIMEOUT
+) -> RunStatus:
     """Ask the run to end as cancelled (Update ``cancel_run``); returns its status as the request left it.
 
+    :param timeout: The one deadline of the whole call (None: as long as it takes).
+    :raises NotAcceptedError: No worker accepted it within ``timeout`` (it may still take effect).
     :raises ConversationError: The run has finished already, or is not running.
     """
     try:
-        return await _execute_update(handle, CANCEL_RUN_UPDATE, CancelRequest(reason=reason), RunStatus)  # type: ignore[return-value]
+        return await execute_update(
+            handle,
+            CANCEL_RUN_UPDATE,
+            CancelRequest(reason=reason),
+            result_type=RunStatus,
+            id=update_id("cancel", handle.id, reason),
+            timeout=timeout,
+        )
+    except UpdateNotTaken as err:
+        became = f"It is not lost: {HELD}" if err.held else f"{TURNED_AWAY[0].upper()}{TURNED_AWAY[1:]}"
+        raise NotAcceptedError(
+            f"Run '{handle.id}' did not accept the cancel within {seconds(timeout)}: no worker took it (is the "
+            f"run's worker running, or is the run stuck?). {became}. To end the run without its worker: "
+            f'agent cancel {handle.id} --force --reason "..." (Temporal\'s terminate).'
+        ) from err
     except WorkflowUpdateFailedError as err:
         raise ConversationError(f"Run '{handle.id}' cannot be cancelled: {_cause_message(err)}") from err
     except RPCError as err:
@@ -134,13 +183,23 @@ async def wait_turn(handle: WorkflowHandle, turn: int, timeout: timedelta = DEFA
 
 
 async def start_or_send(
-    client: Client, run_input: AgentRunInput, run_id: str, task_queue: str, message: UserMessage
+    client: Client,
+    run_input: AgentRunInput,
+    run_id: str,
+    task_queue: str,
+    message: UserMessage,
+    timeout: timedelta | None = DEFAULT_ACCEPT_TIMEOUT,
 ) -> MessageReceipt:
     """Update-with-start: start ``AgentWorkflow`` with ``run_input`` unless run ``run_id`` is
-    running (then it is used as is), and deliver ``message`` by ``send_message`` in the same call.
+    running (then it is used as is), and deliver ``message`` by ``send_message`` in the same call
+    (with a message id, and an Update id derived from it, as :func:`send_message`).
 
+    :param timeout: The one deadline of the whole call (None: as long as it takes).
+    :raises NotAcceptedError: No worker accepted the message within ``timeout`` (the run is started).
     :raises MessageRefusedError: The run refused the message (the run is started all the same).
     """
+    if message.message_id is None:
+        message = message.model_copy(update={"message_id": new_message_id()})
     start = WithStartWorkflowOperation(
         WORKFLOW_TYPE,
         run_input,
@@ -149,9 +208,24 @@ async def start_or_send(
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         task_timeout=DEFAULT_WORKFLOW_TASK_TIMEOUT,
     )
-    try:
+
+    async def send(rpc_timeout: timedelta | None) -> MessageReceipt:
         return await client.execute_update_with_start_workflow(
-            SEND_MESSAGE_UPDATE, message, start_workflow_operation=start, result_type=MessageReceipt
+            SEND_MESSAGE_UPDATE,
+            message,
+            id=update_id("message", run_id, message.message_id),
+            start_workflow_operation=start,
+            result_type=MessageReceipt,
+            rpc_timeout=rpc_timeout,
         )
+
+    try:
+        return await within(timeout, send)
+    except DeadlinePassed as err:
+        raise NotAcceptedError(
+            f"Run '{run_id}' did not accept the message within {seconds(timeout)}: no worker took it (does a "
+            f"worker poll task queue '{task_queue}'?). It is not lost: {HELD}. Do not send it again; if you do, "
+            f"give the same message id ({message.message_id}) and it is added once."
+        ) from err
     except WorkflowUpdateFailedError as err:
         raise MessageRefusedError(f"Run '{run_id}' refused the message: {_cause_message(err)}") from err

@@ -6,7 +6,10 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import AsyncIterator, Awaitable
+from datetime import timedelta
 from typing import TextIO, TypeVar
+
+from agent.deadlines import DeadlinePassed, within
 
 T = TypeVar("T")
 
@@ -43,8 +46,13 @@ async def wait_within(seconds: float | None, what: str, awaitable: Awaitable[T],
     if seconds is not None and seconds <= 0:
         raise ValueError(f"--timeout must be more than 0 seconds, got {seconds:g}")
     note = announce_if_slow(f"waiting for {what} (up to {seconds:g} s) ...") if announce and seconds else None
+
+    async def wait(_: timedelta | None) -> T:
+        return await awaitable
+
     try:
         async with note or contextlib.nullcontext():
-            return await asyncio.wait_for(awaitable, seconds)
-    except TimeoutError as err:
+            # within(), not wait_for: an Update's client turns the cancel into its own error.
+            return await within(timedelta(seconds=seconds) if seconds is not None else None, wait)
+    except DeadlinePassed as err:
         raise TimeoutError(f"stopped waiting for {what} after {seconds:g} s (--timeout); the run goes on") from err

@@ -32,6 +32,7 @@ from agent.client import get_run
 from agent.command_line import add_command, add_run_argument
 from agent.dev.demo import demo_agent
 from agent.progress import wait_within
+from agent.run_endings import cut_calls, ending_line, message_text
 from agent.run_problems import health_lines
 from agent.watch import watch
 from agent.workers import run_service, workers_of
@@ -39,6 +40,7 @@ from core.messages import ChatMessage
 from core.payloads import RunStatus
 from core.settings import get_settings
 from core.wire import RUN_STATUS_QUERY, WORKFLOW_TYPE
+from hooks.human_in_the_loop.dataclasses import PendingSummary
 from hooks.human_in_the_loop.wire import PENDING_MEMO_KEY, WAITING_FOR_APPROVAL
 from runtime.tool_loading import ToolSpecError, resolve_spec
 
@@ -231,6 +233,8 @@ async def cmd_result(args: argparse.Namespace, client: Client) -> int:
     if service.status == "RUNNING":
         note = "" if service.workers.alive else f"; {service.workers.describe()}"
         print(f"agent: waiting for run {args.run} to finish (Ctrl-C stops waiting, not the run){note}", file=sys.stderr)
+        for line in await _waiting_calls(handle.workflow):
+            print(f"agent: {line}", file=sys.stderr)
     try:
         result = await wait_within(args.timeout, f"run {args.run}", handle.result())
     except WorkflowFailureError:
@@ -241,10 +245,31 @@ async def cmd_result(args: argparse.Namespace, client: Client) -> int:
         return 1
     if args.json:
         print(result.model_dump_json(indent=2))
-    else:
-        print(f"exit_reason: {result.exit_reason}  steps: {result.step_count}  tool calls: {result.tool_call_counts}")
-        print(result.last_message.text if result.last_message else "")
+        return 0
+    print(f"exit_reason: {result.exit_reason}  steps: {result.step_count}  tool calls: {result.tool_call_counts}")
+    ending = await ending_line(handle.workflow, client.data_converter, result)
+    if ending is not None:
+        print(ending)
+        for cut in cut_calls(result):
+            print(f"cut: {cut.line()}")
+        print(f"last message ({result.last_message.role.value if result.last_message else 'none'}): ", end="")
+    print(message_text(result.last_message))
     return 0
+
+
+async def _waiting_calls(workflow: Any) -> list[str]:
+    """What the run waits for a person to decide, from its memo (no worker needed), each with the
+    commands that decide it."""
+    try:
+        description = await workflow.describe()
+        pending = await description.memo_value(PENDING_MEMO_KEY, None, type_hint=list[PendingSummary] | None)
+    except (RPCError, TypeError, ValueError):
+        return []
+    return [
+        f"it waits for approval of {p.tool_name} ({p.tool_call_id}) {p.arguments_preview}: "
+        f"agent approve {workflow.id} {p.tool_call_id}  (or agent reject / agent modify)"
+        for p in pending or []
+    ]
 
 
 def _timeout_option(parser: argparse.ArgumentParser, what: str) -> None:

@@ -34,9 +34,10 @@ from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError, Wo
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.tool_invocation import ToolInvocationInput
-from agent.approvals.decisions import ConfirmationError
+from agent.approvals.decisions import ConfirmationError, default_approver
 from agent.client import AgentRunHandle
 from agent.live_view import LiveTranscript, PlainScreen, describe_call, preview
+from agent.run_endings import cut_calls, ending_line, tool_errors
 from agent.run_history import HistoryDecoder, HistoryItem, copied_before_reset
 from agent.run_problems import failing_task_lines, health_lines
 from agent.workers import workers_of
@@ -53,10 +54,18 @@ QUERY_SECONDS = 5
 DRAIN_SECONDS = 10
 
 
-def waiting_line(run_id: str, request: PendingConfirmation) -> str:
-    """``waiting for approval of TOOL (call ID): approve with `agent approve RUN ID```."""
+def waiting_line(run_id: str, request: PendingConfirmation, me: str | None = None) -> str:
+    """``waiting for approval of TOOL (call ID): approve with `agent approve RUN ID```, or, when
+    the call's approvers leave out ``me`` (default: :func:`default_approver`), who may decide it."""
     call = request.tool_call_id
-    return f"waiting for approval of {request.tool_name} ({call}): approve with `agent approve {run_id} {call}`"
+    waiting = f"waiting for approval of {request.tool_name} ({call})"
+    me = me if me is not None else default_approver()
+    if request.approvers and me not in request.approvers:
+        return (
+            f"{waiting}: only {', '.join(request.approvers)} may decide it (you are {me or 'unknown'}): "
+            f"`agent approve {run_id} {call} --approver {request.approvers[0]}` as them"
+        )
+    return f"{waiting}: approve with `agent approve {run_id} {call}`"
 
 
 # -- renderers ---------------------------------------------------------------------------------
@@ -466,6 +475,14 @@ class RunWatcher:
             self.out.line(
                 f"run {run_id} completed: exit reason {result.exit_reason}, {result.step_count} steps, tool calls: {counts}"
             )
+            if not self.events:  # `agent run --wait`: the tool errors the event lines would have shown
+                for error in tool_errors(result.messages):
+                    self.out.line(f"  {error.line()}")
+            ending = await ending_line(self.handle.workflow, self.handle.client.data_converter, result)
+            if ending is not None:
+                self.out.line(ending)
+                for cut in cut_calls(result):  # cut by the cancel: no tool_finished event says so
+                    self.out.line(f"  cut: {cut.line()}")
             if result.last_message is not None and result.last_message.text:
                 self.out.line(f"final answer: {result.last_message.text}")
             return 0

@@ -176,6 +176,10 @@ def model_queue_plugin(
     return ModelQueuePlugin(task_queue, calls_per_second, companion)
 
 
+#: How often ``run_worker`` looks whether the worker has started polling.
+READY_POLL_SECONDS = 0.02
+
+
 async def run_worker(
     client: Client,
     tools: list[Tool | MCPToolset],
@@ -192,6 +196,9 @@ async def run_worker(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with worker:
+        # `async with` returns before the plugins have run (MCP servers start there): ready means polling.
+        while not worker.is_running:
+            await asyncio.sleep(READY_POLL_SECONDS)
         config = worker.config().get("deployment_config")
         version = (
             f" as build {config.version.build_id!r} of deployment {config.version.deployment_name!r}" if config else ""

@@ -22,6 +22,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from agent.deadlines import DeadlinePassed, UpdateNotTaken, execute_update, seconds, update_id, within
 from core.settings import env_name, get_settings
 from hooks.human_in_the_loop.dataclasses import DecisionRecord, PendingConfirmation, ToolDecision
 from hooks.human_in_the_loop.wire import PENDING_CONFIRMATIONS_QUERY, SUBMIT_TOOL_DECISION_UPDATE, TOOL_DECISION_SIGNAL
@@ -38,6 +39,13 @@ UPDATE_HELD = (
     "It is not in the run's history: the server holds it in memory and hands it to the run when a worker "
     "picks the run up (then it takes effect), unless the server restarts first; `agent pending` shows "
     "whether the call still waits."
+)
+
+
+#: What became of an Update the server turned away (the run's workflow task had failed or timed out).
+UPDATE_TURNED_AWAY = (
+    "It was not delivered: the server turned it away because the run's workflow task had failed or timed out "
+    "(a stopped worker's does); send it again once the worker is back."
 )
 
 
@@ -109,6 +117,13 @@ def _rpc_error(err: RPCError, run_id: str, waiting_for: str, timeout: timedelta 
     return ConfirmationError(f"Run '{run_id}': {err.message}")
 
 
+def decision_update_id(run_id: str, decision: ToolDecision) -> str:
+    """The Update id of ``decision``: derived from the run, the call, the action and what the
+    decision says, so a person's retry of the same decision is the same Update to the server (which
+    applies it once and answers the retry with the first outcome)."""
+    return update_id("decision", run_id, decision.tool_call_id, decision.action, decision.model_dump(mode="json"))
+
+
 async def submit_decision(
     handle: WorkflowHandle, decision: ToolDecision, timeout: timedelta | None = DEFAULT_TIMEOUT
 ) -> DecisionRecord:
@@ -117,23 +132,32 @@ async def submit_decision(
     An Update is recorded only once a worker has run its validator: with no worker polling the
     run's task queue nothing reaches the run's history, and this raises
     :class:`RunNotAnsweringError` after ``timeout`` (see :data:`UPDATE_HELD` for what becomes of it).
+    The Update id is :func:`decision_update_id`, so sending the same decision again is safe.
 
-    :param timeout: How long to wait for the run to accept or refuse (None: as long as it takes).
+    :param timeout: The one deadline of the whole call (None: as long as it takes).
     :raises DecisionRefusedError: When the run's validator (or handler) refused it.
     :raises UnknownRunError: When there is no such run, or it has finished.
     :raises RunNotAnsweringError: When the run did not answer within ``timeout``.
     :raises ConfirmationError: For any other Temporal error.
     """
+
     try:
-        return await handle.execute_update(
-            SUBMIT_TOOL_DECISION_UPDATE, decision, result_type=DecisionRecord, rpc_timeout=timeout
+        return await execute_update(
+            handle,
+            SUBMIT_TOOL_DECISION_UPDATE,
+            decision,
+            id=decision_update_id(handle.id, decision),
+            result_type=DecisionRecord,
+            timeout=timeout,
         )
     except WorkflowUpdateFailedError as err:
         raise DecisionRefusedError(f"Run '{handle.id}' refused the decision: {_cause_message(err)}") from err
-    except WorkflowUpdateRPCTimeoutOrCancelledError as err:
-        within = f" within {timeout.total_seconds():g} s" if timeout else ""
+    except (UpdateNotTaken, WorkflowUpdateRPCTimeoutOrCancelledError) as err:
+        became = UPDATE_HELD if getattr(err, "held", True) else UPDATE_TURNED_AWAY
         raise RunNotAnsweringError(
-            f"Run '{handle.id}' did not accept or refuse the decision{within}: no worker took it. {UPDATE_HELD}"
+            f"Run '{handle.id}' did not accept or refuse the decision within {seconds(timeout)}: no worker took "
+            f"it (is the run's worker running, or stopped?). {became} Sending the same decision again "
+            "is safe: it is applied once."
         ) from err
     except RPCError as err:
         raise _rpc_error(err, handle.id, "the decision", timeout) from err
@@ -162,10 +186,19 @@ async def query_pending(
     :raises RunNotAnsweringError: When the run did not answer within ``timeout``.
     :raises ConfirmationError: When the query fails.
     """
-    try:
+
+    async def ask(rpc_timeout: timedelta | None) -> list[PendingConfirmation]:
         return await handle.query(
-            PENDING_CONFIRMATIONS_QUERY, result_type=list[PendingConfirmation], rpc_timeout=timeout
+            PENDING_CONFIRMATIONS_QUERY, result_type=list[PendingConfirmation], rpc_timeout=rpc_timeout
         )
+
+    try:
+        return await within(timeout, ask)
+    except DeadlinePassed as err:
+        raise RunNotAnsweringError(
+            f"Run '{handle.id}' did not answer the pending_confirmations query within {seconds(timeout)}. "
+            "Is a worker polling its task queue?"
+        ) from err
     except WorkflowQueryFailedError as err:
         raise ConfirmationError(f"Run '{handle.id}': the pending_confirmations query failed: {err}") from err
     except RPCError as err:

@@ -93,10 +93,12 @@ class ApprovalPages(InboxPages):
         error: str | None = None,
         status: int = 200,
         form: dict[str, str] | None = None,
+        ask_run: bool = True,
     ) -> Response:
-        events_from = await next_offset(self.inbox, run_id)  # before the reads: no decision missed
+        # A run that did not answer a decision is not asked again: the POST keeps its one deadline.
+        events_from = await next_offset(self.inbox, run_id) if ask_run else None  # before the reads: none missed
         run = await self.read_run(run_id)
-        pending = await self.pending_of(run_id) if run.status == "RUNNING" else []
+        pending = await self.pending_of(run_id) if run.status == "RUNNING" and ask_run else []
         request_ = next((p for p in pending if p.tool_call_id == call_id), None)
         decided = run.decisions.get(call_id)
         if request_ is None and decided is None and error is None:
@@ -127,6 +129,7 @@ class ApprovalPages(InboxPages):
             error=error,
             form=form or {},
             read_only=self.identity.read_only,
+            unanswered=not ask_run,
         )
 
     async def call_state(self, request: Request) -> Response:
@@ -212,7 +215,9 @@ class ApprovalPages(InboxPages):
             message = f"This call was already decided: the run is no longer waiting ({err})."
             return await self._call_response(request, run_id, call_id, error=message, status=409, form=fields)
         except RunNotAnsweringError as err:
-            return await self._call_response(request, run_id, call_id, error=str(err), status=504, form=fields)
+            return await self._call_response(
+                request, run_id, call_id, error=str(err), status=504, form=fields, ask_run=False
+            )
         except ConfirmationError as err:
             return await self._call_response(request, run_id, call_id, error=str(err), status=502, form=fields)
         return RedirectResponse(f"/runs/{run_id}?decided={call_id}", status_code=303)

@@ -69,10 +69,18 @@ class LinkPages(InboxPages):
             raise PageError(410 if expired else 403, "Link expired" if expired else "Invalid link", str(err)) from err
 
     async def _page(
-        self, request: Request, claims: LinkClaims, *, error: str | None = None, done: bool = False, status: int = 200
+        self,
+        request: Request,
+        claims: LinkClaims,
+        *,
+        error: str | None = None,
+        done: bool = False,
+        status: int = 200,
+        ask_run: bool = True,
     ) -> Response:
         run = await self.read_run(claims.run_id)
-        pending = await self.pending_of(claims.run_id) if run.status == "RUNNING" else []
+        # A run that did not answer the decision is not asked again: the POST keeps its one deadline.
+        pending = await self.pending_of(claims.run_id) if run.status == "RUNNING" and ask_run else []
         call = next((p for p in pending if p.tool_call_id == claims.tool_call_id), None)
         return self.render(
             request,
@@ -84,6 +92,7 @@ class LinkPages(InboxPages):
             button=BUTTONS[claims.action],
             error=error,
             done=done,
+            unanswered=not ask_run,
         )
 
     async def link_page(self, request: Request) -> Response:
@@ -99,6 +108,14 @@ class LinkPages(InboxPages):
             raise PageError(403, "Form expired", "This form's security token is missing or wrong. Open the link again.")
         feedback = str(form.get("feedback") or "").strip() or None
         decision = claims_decision(claims, feedback if claims.action == "reject" else None)
+        # A link works once: its decision's Update id is stable (a retry after a timeout is the same
+        # Update), so a use after the call was decided is refused here, from the history.
+        decided = (await self.read_run(claims.run_id)).decisions.get(claims.tool_call_id)
+        if decided is not None:
+            who = decided.approver or "nobody (timeout)"
+            return await self._page(
+                request, claims, error=f"This call was already decided: {decided.action} by {who}.", status=409
+            )
         try:
             await submit_decision(self.handle(claims.run_id).workflow, decision, self.settings.decision_timeout)
         except DecisionRefusedError as err:
@@ -111,7 +128,7 @@ class LinkPages(InboxPages):
                 status=409,
             )
         except RunNotAnsweringError as err:
-            return await self._page(request, claims, error=str(err), status=504)
+            return await self._page(request, claims, error=str(err), status=504, ask_run=False)
         except ConfirmationError as err:
             return await self._page(request, claims, error=str(err), status=502)
         return await self._page(request, claims, done=True)

@@ -21,10 +21,10 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from agent.client import AgentRunHandle, get_run
 from agent.command_line import add_command, add_run_argument
-from agent.conversation import ConversationError, MessageRefusedError
+from agent.conversation import ConversationError, MessageRefusedError, NotAcceptedError, new_message_id
 from agent.conversations.chat_stream import ChatStream, LiveEventsUnavailable
 from agent.conversations.waiting import ReplyListingError, list_waiting_for_reply
-from agent.progress import wait_within
+from agent.progress import announce_if_slow, wait_within
 from agent.run_commands import AgentPathError, load_agent
 from agent.workers import why_no_worker
 from core.messages import ChatMessage
@@ -42,7 +42,8 @@ _EXAMPLES = {
     "send": 'examples:\n  agent send support-42 "and the other file?"\n'
     '  agent send support-42 "yes, go ahead" --sender ann --message-id ann-0007',
     "chat": "examples:\n  agent chat support-42\n  agent chat support-43 --agent myapp.agents:support_agent --sender ann",
-    "cancel": 'examples:\n  agent cancel support-42 --reason "closed by the user"',
+    "cancel": 'examples:\n  agent cancel support-42 --reason "closed by the user"\n'
+    '  agent cancel support-42 --reason "stuck on a bad deploy" --force',
 }
 
 
@@ -109,6 +110,12 @@ def add_commands(subparsers: Any) -> None:
     )
     add_run_argument(cancel)
     cancel.add_argument("--reason", required=True, help="why (recorded with the cancelled results and confirmations)")
+    cancel.add_argument(
+        "--force",
+        action="store_true",
+        help="end the run at once by Temporal's terminate, without running its code (no cancelled tool results, "
+        "no after_run): for a stuck run, whose workflow task keeps failing",
+    )
     timeout_option(cancel, "the run to end", ACCEPT_TIMEOUT_SECONDS)
     cancel.set_defaults(handler=cmd_cancel)
 
@@ -143,17 +150,23 @@ def receipt_line(run_id: str, receipt: MessageReceipt) -> str:
 
 
 async def cmd_send(args: argparse.Namespace, client: Client) -> int:
-    """``agent send RUN TEXT``."""
+    """``agent send RUN TEXT``: the message goes with an id (``--message-id``, else a fresh one,
+    shown), so sending it again with that id adds nothing."""
     if await _refused(client, args.run, "the message"):
         return 1
     handle = get_run(client, args.run)
+    message_id = args.message_id or new_message_id()
     try:
-        receipt = await wait_within(
-            args.timeout,
-            f"run {args.run} to accept the message",
-            handle.send_message(args.text, sender=args.sender, message_id=args.message_id),
-            announce=True,
-        )
+        async with announce_if_slow(
+            f"waiting up to {args.timeout:g} s for run {args.run} to accept message {message_id} ..."
+        ):
+            receipt = await handle.send_message(
+                args.text, sender=args.sender, message_id=message_id, timeout=timedelta(seconds=args.timeout)
+            )
+    except NotAcceptedError as err:
+        print(f"error: {err}", file=sys.stderr)
+        print(f"to send it again safely: agent send {args.run} ... --message-id {message_id}", file=sys.stderr)
+        return 1
     except ConversationError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -163,21 +176,62 @@ async def cmd_send(args: argparse.Namespace, client: Client) -> int:
 
 
 async def cmd_cancel(args: argparse.Namespace, client: Client) -> int:
-    """``agent cancel RUN --reason TEXT``: cancel, then wait for the run to end and print how."""
+    """``agent cancel RUN --reason TEXT``: cancel, then wait for the run to end and print how;
+    ``--force``: Temporal's terminate, for a run whose code cannot run (a stuck run)."""
+    if args.force:
+        return await _terminate(args, client)
     if await _refused(client, args.run, "the cancel"):
         return 1
     handle = get_run(client, args.run)
+    stuck = await _stuck(handle)
+    if stuck is not None:  # its workflow task keeps failing: no Update reaches its code
+        print(f"error: {stuck}", file=sys.stderr)
+        return 1
     try:
-        await wait_within(
-            args.timeout, f"run {args.run} to accept the cancel", handle.cancel(args.reason), announce=True
-        )
+        async with announce_if_slow(f"waiting up to {args.timeout:g} s for run {args.run} to accept the cancel ..."):
+            await handle.cancel(args.reason, timeout=timedelta(seconds=args.timeout))
     except ConversationError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {await _stuck(handle) or err}", file=sys.stderr)
         return 1
     result = await wait_within(args.timeout, f"run {args.run} to end", handle.result(), announce=True)
     print(
         f"run {args.run} cancelled ({args.reason}): exit_reason {result.exit_reason}, turn {result.turn}, "
         f"{len(result.messages)} messages kept"
+    )
+    return 0
+
+
+async def _stuck(handle: AgentRunHandle) -> str | None:
+    """For a stuck run (its workflow task keeps failing, so no Update reaches its code): what is
+    failing and the two ways on; None for any other run."""
+    try:
+        health = await handle.health()
+    except RPCError:
+        return None
+    task = health.failing_workflow_task
+    if task is None:
+        return None
+    run = handle.run_id
+    return (
+        f"run {run} cannot take the cancel: it is stuck, its workflow task keeps failing (attempt {task.attempt}): "
+        f"{task.error}. A cancel runs the run's own code (cancelled results, after_run), which fails now. "
+        f"Either fix it ({task.fix}) and cancel again, or end it at once without its code: "
+        f'agent cancel {run} --force --reason "..." (Temporal\'s terminate).'
+    )
+
+
+async def _terminate(args: argparse.Namespace, client: Client) -> int:
+    """``agent cancel RUN --force``: Temporal's terminate, recorded with the reason."""
+    try:
+        await client.get_workflow_handle(args.run).terminate(reason=args.reason)
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            print(f"error: No running run '{args.run}' in namespace '{client.namespace}'.", file=sys.stderr)
+            return 1
+        raise
+    print(
+        f"run {args.run} terminated ({args.reason}): Temporal ended it without running its code (no cancelled "
+        "tool results, no after_run); its history keeps everything up to now"
     )
     return 0
 
@@ -228,7 +282,21 @@ async def cmd_chat(args: argparse.Namespace, client: Client) -> int:
         except AgentPathError as err:
             print(f"agent: error: {err}", file=sys.stderr)
             return 2
-    exists = await _exists(client, args.run)
+    status = await _status(client, args.run)
+    exists = status == "RUNNING"
+    if status is not None and not exists:
+        # --agent would start a new run under the same id, and the finished one would read as this chat.
+        print(
+            f"error: run '{args.run}' has ended ({status.lower()}): it takes no more messages. "
+            f"`agent result {args.run}` shows how it ended; to talk to "
+            + (
+                f"{args.agent} again, give a new run id."
+                if agent
+                else "the agent again, start a new run id with --agent."
+            ),
+            file=sys.stderr,
+        )
+        return 1
     if not exists and agent is None:
         print(
             f"error: No running run '{args.run}' in namespace '{client.namespace}' (give --agent to start one).",
@@ -309,12 +377,12 @@ def _answer_text(message: ChatMessage | None) -> str:
     return f"({message.role.value} message without text)"
 
 
-async def _exists(client: Client, run_id: str) -> bool:
-    """Whether run ``run_id`` is running (a finished one takes no message; --agent starts a new one)."""
+async def _status(client: Client, run_id: str) -> str | None:
+    """Temporal's status name of run ``run_id`` (``RUNNING``, ``COMPLETED``, ...), None when there is none."""
     try:
         description = await client.get_workflow_handle(run_id).describe()
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:
-            return False
+            return None
         raise
-    return description.status is not None and description.status.name == "RUNNING"
+    return description.status.name if description.status else "UNKNOWN"

@@ -11,7 +11,7 @@ decides, and its refusal shows on the page.
 
 from __future__ import annotations
 
-import asyncio
+import re
 from dataclasses import dataclass
 
 from starlette.requests import Request
@@ -19,12 +19,13 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 from temporalio.service import RPCError
 
-from agent.conversation import ConversationError
+from agent.conversation import ConversationError, NotAcceptedError, new_message_id
 from agent.conversations.waiting import list_waiting_for_reply
 from agent.inbox.csrf import CSRF_COOKIE, CSRF_FIELD
 from agent.inbox.live import SoFar, read_so_far
 from agent.inbox.pages import InboxContext, PageError, no_such_run
 from agent.inbox.run_view import is_not_found
+from agent.run_endings import ending_of
 from agent.run_history import read_history
 from core.messages import ChatMessage
 from core.payloads import AgentRunInput
@@ -130,9 +131,17 @@ class ConversationPages:
         return await self._conversation(request, request.path_params["run_id"])
 
     async def _conversation(
-        self, request: Request, run_id: str, error: str | None = None, text: str = "", status: int = 200
+        self,
+        request: Request,
+        run_id: str,
+        error: str | None = None,
+        text: str = "",
+        status: int = 200,
+        message_id: str | None = None,
+        live: bool = True,
     ) -> Response:
-        so_far = await read_so_far(self.inbox, run_id)  # before the history: the stream picks up from here
+        # Before the history: the stream picks up from here.
+        so_far = await read_so_far(self.inbox, run_id) if live else SoFar()
         said, run_status = await conversation_of(self.inbox, run_id)
         claim_finished_answer(said, so_far)
         return self.inbox.render(
@@ -144,8 +153,12 @@ class ConversationPages:
             run_status=run_status,
             error=error,
             text=text,
+            # The form's message id: the same for a retry of this message, a new one after it is sent.
+            message_id=message_id or new_message_id(),
             read_only=self.inbox.identity.read_only,
             so_far=so_far,
+            live=live,
+            ending=await ending_of(self.inbox.client, run_id, run_status),
         )
 
     async def send(self, request: Request) -> Response:
@@ -161,12 +174,31 @@ class ConversationPages:
         if sender is None:
             raise PageError(401, "Who are you?", self.inbox.identity.how_to_sign_in())
         text = str(form.get("text") or "")
-        timeout = self.inbox.settings.decision_timeout.total_seconds()
+        message_id = str(form.get("message_id") or "")
+        if not MESSAGE_ID.fullmatch(message_id):
+            message_id = new_message_id()  # a form from before message ids: this send has its own
+        timeout = self.inbox.settings.decision_timeout
+        handle = self.inbox.handle(run_id)
         try:
-            receipt = await asyncio.wait_for(self.inbox.handle(run_id).send_message(text, sender=sender), timeout)
+            receipt = await handle.send_message(text, sender=sender, message_id=message_id, timeout=timeout)
+        except NotAcceptedError as err:
+            # The run is not asked again (a run that did not answer would hold the page past its
+            # deadline): the page comes from the history alone, without its live stream.
+            return await self._conversation(
+                request,
+                run_id,
+                error=f"{err} Sending this form again is safe.",
+                text=text,
+                status=504,
+                message_id=message_id,
+                live=False,
+            )
         except ConversationError as err:
-            return await self._conversation(request, run_id, error=str(err), text=text, status=409)
-        except TimeoutError:
-            message = f"Run '{run_id}' did not accept the message within {timeout:g} s (is a worker running?)."
-            return await self._conversation(request, run_id, error=message, text=text, status=504)
+            return await self._conversation(
+                request, run_id, error=str(err), text=text, status=409, message_id=message_id
+            )
         return RedirectResponse(f"/runs/{run_id}/conversation?sent={receipt.turn}", status_code=303)
+
+
+#: A message id a form may carry (what :func:`agent.conversation.new_message_id` makes, or the like).
+MESSAGE_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")

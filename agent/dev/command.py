@@ -22,9 +22,10 @@ from agent.dev.encryption import KEY_FILE, KEYS_ENV, codec_endpoint, dev_payload
 from agent.dev.lock import AlreadyRunningError, DataDirLock
 from agent.dev.ports import ensure_port_free, read_port_file, write_port_file
 from agent.dev.processes import DevServerError
-from agent.dev.reloading_worker import ReloadingWorker
+from agent.dev.reloading_worker import ReloadingWorker, python_files_snapshot
 from agent.dev.scripted_model import LABEL, ScriptedModelServer
 from agent.dev.stack import DEFAULT_S3_PORT, DevStack
+from agent.dev.supervision import Watched, death_report, watch_children
 from agent.inbox.agui import load_agui_agents
 from agent.inbox.command import describe_identity, dev_identity, start_inbox
 from agent.inbox.identity import IdentityConfig
@@ -131,13 +132,19 @@ async def _serve(args: argparse.Namespace, data_dir: Path) -> int:
             if real_model:
                 print("  (env.sh leaves out OPENAI_API_KEY: export your own in the other shell)")
             worker = ReloadingWorker(args.agent, args.task_queue, worker_env, Path.cwd(), data_dir / "worker.log")
+            pid: int | None
             try:
                 pid = worker.start()
             except DevServerError:
                 what = "the agents' tools (" + ", ".join(args.agent) + ")" if args.agent else "the demo tools"
-                return _fail(
-                    f"the worker could not load {what}: {worker.last_error_line()} (log: {worker.log_file})", 2
-                )
+                # A spec that names nothing (exit 2) or no worker at all stops agent dev; a worker
+                # that failed further on (an MCP server that cannot start) waits for a fix.
+                if not args.agent or worker.failed_start is None or worker.failed_start[1] == 2:
+                    return _fail(
+                        f"the worker could not load {what}: {worker.last_error_line()} (log: {worker.log_file})", 2
+                    )
+                pid = None
+                print(death_report(_worker_watched(args, worker), *worker.failed_start), flush=True)
             try:
                 return await _until_stopped(args, stack, worker, pid, metrics)
             finally:
@@ -149,8 +156,17 @@ async def _serve(args: argparse.Namespace, data_dir: Path) -> int:
             os.environ[PROMETHEUS_ENV] = worker_env[PROMETHEUS_ENV]
 
 
+def _worker_watched(args: argparse.Namespace, worker: ReloadingWorker) -> Watched:
+    """The worker as :mod:`agent.dev.supervision` watches it, with what brings it back."""
+    if args.agent:
+        step = f"Fix the cause and save a *.py file under {Path.cwd()}: the worker starts again."
+    else:
+        step = "Restart agent dev (Ctrl-C, then agent dev again) to start it again."
+    return Watched("the worker", worker.process, step)
+
+
 async def _until_stopped(
-    args: argparse.Namespace, stack: DevStack, worker: ReloadingWorker, pid: int, metrics: str | None
+    args: argparse.Namespace, stack: DevStack, worker: ReloadingWorker, pid: int | None, metrics: str | None
 ) -> int:
     client = await connect(stack.temporal.address)
     stop = asyncio.Event()
@@ -178,17 +194,37 @@ async def _until_stopped(
         print(f"Metrics:         http://{metrics}/metrics  (AGENT_PROMETHEUS_BIND)", flush=True)
     watcher = None
     if args.agent:
-        watcher = asyncio.create_task(worker.watch(Path.cwd(), lambda line: print(line, flush=True)))
+        before = python_files_snapshot(Path.cwd())  # before "Watching" is said: no change after it is missed
+        watcher = asyncio.create_task(worker.watch(Path.cwd(), lambda line: print(line, flush=True), snapshot=before))
         print(f"Watching:        *.py under {Path.cwd()}; a change restarts the worker", flush=True)
     served = ", ".join(args.agent) if args.agent else "the demo tools (check_inventory, open_ticket)"
-    print(
-        f"Worker polling task queue '{args.task_queue}' (pid {pid}) with {served}. Ctrl-C stops everything.", flush=True
+    if pid is not None:
+        print(
+            f"Worker polling task queue '{args.task_queue}' (pid {pid}) with {served}. Ctrl-C stops everything.",
+            flush=True,
+        )
+    else:
+        print(
+            f"Worker: not running (it failed to start, above); save a fix under {Path.cwd()} and it starts. "
+            "Ctrl-C stops everything.",
+            flush=True,
+        )
+    restart = "Restart agent dev (Ctrl-C, then agent dev again) to start it again."
+    watched = [
+        Watched(
+            "the Temporal server", stack.temporal.process, f"Runs wait, kept in {stack.temporal.db_file}. {restart}"
+        ),
+        Watched("S3 (moto)", stack.s3.process, f"Tool results and payloads cannot be stored now. {restart}"),
+    ]
+    children = asyncio.create_task(
+        watch_children(lambda: [*watched, _worker_watched(args, worker)], lambda text: print(text, flush=True))
     )
     await stop.wait()
-    if watcher is not None:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
+    for task in (watcher, children):
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
     if inbox is not None:
         await inbox.stop()
     if codec is not None:
@@ -266,7 +302,8 @@ def add_dev_command(subparsers: argparse._SubParsersAction) -> None:
     dev.add_argument(
         "--inbox-identity",
         default=dev_identity(),
-        help="the name the dev inbox decides as (--insecure-dev-identity; default: the CLI's default approver, "
+        help="the name the dev inbox decides as until a person chooses another in the page's header "
+        "(--insecure-dev-identity; default: the CLI's default approver, "
         f"$AGENT_APPROVER else your OS user name: {dev_identity()!r})",
     )
     dev.add_argument(

@@ -59,6 +59,20 @@ class ChildProcess:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    def died(self) -> tuple[int, int] | None:
+        """``(pid, exit code)`` when the process exited by itself (not by :meth:`stop` or
+        :meth:`kill`, which forget it); None while it runs or after it was stopped."""
+        if self._proc is None or self._proc.poll() is None:
+            return None
+        return self._proc.pid, self._proc.returncode
+
+    def last_lines(self, count: int = 8) -> list[str]:
+        """The last ``count`` non-empty lines it wrote since its last launch."""
+        lines = [line for line in self._log_since_launch().splitlines() if line.strip()]
+        if lines and lines[0].startswith("--- "):  # the launch's own header line
+            lines = lines[1:]
+        return lines[-count:]
+
     def launch(self, command: list[str], env: dict[str, str], cwd: Path | None = None) -> int:
         """Start ``command`` with ``env``; returns its PID.
 

@@ -81,6 +81,13 @@ class ReloadingWorker:
         self._process = ChildProcess("worker", log_file)
         #: How many times the worker has been started.
         self.starts = 0
+        #: ``(pid, exit code)`` of the last start that failed (None when the last start succeeded).
+        self.failed_start: tuple[int, int] | None = None
+
+    @property
+    def process(self) -> ChildProcess:
+        """The child process (for :mod:`agent.dev.supervision`)."""
+        return self._process
 
     @property
     def pid(self) -> int | None:
@@ -109,8 +116,10 @@ class ReloadingWorker:
         try:
             self._process.wait_for_line("worker ready", timeout=timeout)
         except BaseException:
+            self.failed_start = self._process.died()
             self._process.stop()
             raise
+        self.failed_start = None
         pid = self._process.pid
         assert pid is not None
         return pid
@@ -133,25 +142,40 @@ class ReloadingWorker:
         try:
             await asyncio.to_thread(self._process.wait_for_line, "worker ready", 120.0)
         except BaseException:
+            self.failed_start = self._process.died()
             await asyncio.to_thread(self._process.stop)
             raise
+        self.failed_start = None
         pid = self._process.pid
         assert pid is not None
         return pid
+
+    def failure_lines(self, count: int = 8) -> list[str]:
+        """The last ``count`` lines of the worker's output since its last start (why it failed)."""
+        return self._process.last_lines(count)
 
     def last_error_line(self) -> str:
         """The last non-empty line of the worker's output since its last start (its error, if it failed)."""
         lines = [line for line in self._process.log_tail(60).splitlines()[1:] if line.strip()]
         return lines[-1] if lines else "(no output)"
 
-    async def watch(self, root: Path, report: Callable[[str], None], poll_seconds: float = POLL_SECONDS) -> None:
+    async def watch(
+        self,
+        root: Path,
+        report: Callable[[str], None],
+        poll_seconds: float = POLL_SECONDS,
+        snapshot: dict[str, int] | None = None,
+    ) -> None:
         """Poll ``root`` for changed ``*.py`` files and restart the worker after each change, until cancelled.
 
         A worker that fails to start after a change is reported, and started again at the next change.
 
         :param report: Called with one line per event (the reload, or why it failed).
+        :param snapshot: The files as they were when watching was announced (taken now when None), so
+            a change made right after the announcement is not missed.
         """
-        snapshot = await asyncio.to_thread(python_files_snapshot, root)
+        if snapshot is None:
+            snapshot = await asyncio.to_thread(python_files_snapshot, root)
         scan_seconds = 0.0
         while True:
             await asyncio.sleep(poll_interval(scan_seconds, poll_seconds))
@@ -179,5 +203,7 @@ class ReloadingWorker:
                     f"Reload after {names}{more} changed: the worker failed to start: {self.last_error_line()} "
                     f"(log: {self.log_file}). Fix the file; the next change starts it again."
                 )
+                for line in self.failure_lines()[:-1]:
+                    report(f"  | {line}")
                 continue
             report(f"Reloaded the worker after {names}{more} changed: pid {pid}.")

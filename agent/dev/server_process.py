@@ -53,6 +53,11 @@ class ProcessBackedServer:
         return self._process.pid
 
     @property
+    def process(self) -> ChildProcess:
+        """The child process (for :mod:`agent.dev.supervision`)."""
+        return self._process
+
+    @property
     def running(self) -> bool:
         return self._process.running
 

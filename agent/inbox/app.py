@@ -20,7 +20,7 @@ from temporalio.client import Client
 
 from agent.approvals import inbox_pages as approval_pages
 from agent.conversations import inbox_pages as conversation_pages
-from agent.inbox import agui, live, run_pages
+from agent.inbox import agui, dev_sign_in, live, run_pages
 from agent.inbox.agui import AguiAgent
 from agent.inbox.csrf import CsrfTokens
 from agent.inbox.identity import TOKEN_COOKIE, IdentityConfig
@@ -28,7 +28,7 @@ from agent.inbox.pages import HERE, InboxContext, InboxSettings, PageError
 
 #: The page modules, one a family: the one line to touch when a family adds inbox pages. The run
 #: pages come last: their ``/runs/{run_id:path}`` matches any path under /runs/ (run ids may hold "/").
-PAGES = (approval_pages, conversation_pages, live, run_pages)
+PAGES = (approval_pages, conversation_pages, live, run_pages, dev_sign_in)
 
 __all__ = ["PAGES", "InboxSettings", "PageError", "create_app"]
 

@@ -49,7 +49,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     source.add_argument(
         "--insecure-dev-identity",
         metavar="NAME",
-        help="everyone who reaches the inbox decides as NAME (local development only)",
+        help="everyone who reaches the inbox decides as NAME unless they choose another name in the page's "
+        "header (local development only)",
     )
     inbox.add_argument(
         "--agent",
@@ -91,7 +92,10 @@ def describe_identity(identity: IdentityConfig) -> str:
     if identity.tokens:
         return f"approver = token table ({len(identity.tokens)} tokens); sign in at /login?token=TOKEN"
     if identity.insecure_dev_identity:
-        return f"approver = '{identity.insecure_dev_identity}' for everyone (--insecure-dev-identity: development only)"
+        return (
+            f"approver = '{identity.insecure_dev_identity}' unless a person chooses another name in the page "
+            "(--insecure-dev-identity: development only)"
+        )
     return "read-only: no identity source, every decision is refused (see --identity-header, --tokens)"
 
 

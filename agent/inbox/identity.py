@@ -5,7 +5,9 @@ Three sources, chosen when the inbox starts (``agent inbox`` options):
 - a trusted header that the user's reverse proxy sets (``--identity-header X-Forwarded-User``);
 - a token table (``--tokens FILE``): the browser sends ``Authorization: Bearer TOKEN``, or logs
   in once with ``/login?token=TOKEN``, which sets an HttpOnly cookie;
-- ``--insecure-dev-identity NAME``: everyone is NAME (for ``agent dev`` on one's own machine).
+- ``--insecure-dev-identity NAME``: everyone is NAME (for ``agent dev`` on one's own machine),
+  unless they choose another name in the page's header (``POST /dev/sign-in``, a cookie), so that a
+  call only ``ann`` may decide can be tried as ann.
 
 With none of them, the inbox is read-only: every decision is refused.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +24,10 @@ from starlette.requests import Request
 
 #: Cookie that holds a token after ``/login?token=...``.
 TOKEN_COOKIE = "inbox_token"
+#: Cookie that holds the name chosen in a dev inbox (``--insecure-dev-identity``).
+DEV_NAME_COOKIE = "inbox_dev_as"
+#: A name a dev inbox accepts: letters, digits and ``._@-``, up to 64 characters.
+DEV_NAME = re.compile(r"[A-Za-z0-9._@-]{1,64}")
 
 
 class IdentityConfigError(ValueError):
@@ -118,7 +125,8 @@ class IdentityConfig:
     def identify(self, request: Request) -> str | None:
         """The identity of ``request``'s sender, or None when it has none (or an unknown token)."""
         if self.insecure_dev_identity:
-            return self.insecure_dev_identity
+            chosen = request.cookies.get(DEV_NAME_COOKIE, "")
+            return chosen if DEV_NAME.fullmatch(chosen) else self.insecure_dev_identity
         if self.header:
             value = request.headers.get(self.header, "").strip()
             return value or None

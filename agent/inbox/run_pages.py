@@ -14,6 +14,7 @@ from temporalio.service import RPCError
 from agent.inbox.live import read_so_far
 from agent.inbox.pages import InboxContext, InboxPages, PageError
 from agent.inbox.run_tree import run_tree
+from agent.run_endings import ending_of
 from core.payloads import FailingWorkflowTask, RunStatus
 from core.wire import RUN_STATUS_QUERY
 from hooks.human_in_the_loop.dataclasses import PendingConfirmation
@@ -65,6 +66,7 @@ class RunPages(InboxPages):
             just_decided=run.decisions.get(decided_id) if decided_id else None,
             decided_id=decided_id,
             so_far=so_far,
+            ending=await ending_of(self.client, run_id, run.status),
         )
 
     async def _failing_task(self, run_id: str) -> FailingWorkflowTask | None:

@@ -176,6 +176,10 @@ async def test_code_blocks_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)  # files a block writes land here, not in the checkout
+    # A script's last line may leave with os._exit (the README quickstart: temporalio's runtime can
+    # abort at interpreter shutdown); run in this process, the exit is recorded, not obeyed.
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
     modules = tmp_path / "modules"
     monkeypatch.syspath_prepend(str(modules))
     before = set(sys.modules)

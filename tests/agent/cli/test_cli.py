@@ -148,10 +148,11 @@ async def test_approve_after_the_worker_stopped_times_out_and_says_what_became_o
     waited, error = approved.stderr.strip().splitlines()
     assert waited == f"waiting up to 2 s for run {run_id} to accept the confirm of call {call.tool_call_id} ..."
     assert error == (
-        f"error: Run '{run_id}' did not accept or refuse the decision within 2 s: no worker took it. It is not "
-        "in the run's history: the server holds it in memory and hands it to the run when a worker picks the run "
-        "up (then it takes effect), unless the server restarts first; `agent pending` shows whether the call "
-        "still waits."
+        f"error: Run '{run_id}' did not accept or refuse the decision within 2 s: no worker took it (is the run's "
+        "worker running, or stopped?). It is not in the run's history: the server holds it in memory and hands it "
+        "to the run when a worker picks the run up (then it takes effect), unless the server restarts first; "
+        "`agent pending` shows whether the call still waits. Sending the same decision again is safe: it is "
+        "applied once."
     )
     events = [e.WhichOneof("attributes") for e in (await handle.workflow.fetch_history()).events]
     assert "workflow_execution_update_accepted_event_attributes" not in events
