@@ -206,6 +206,12 @@ class ConfirmationRegistry:
         if request is None:
             waiting = ", ".join(self._pending) or "none"
             raise DecisionError(f"No pending confirmation for tool call '{call_id}'. Pending calls: {waiting}.")
+        if decision.request_id and decision.request_id != request.request_id:
+            raise DecisionError(
+                f"This decision was issued for an earlier request of tool call '{call_id}' "
+                f"(request {decision.request_id}), not for the one waiting now (request {request.request_id}): "
+                "the run was started again with the same id, or rewound, since. Decide the call waiting now."
+            )
         refusal = approver_refusal(request, decision.approver)
         if refusal is not None:
             raise DecisionError(refusal)
