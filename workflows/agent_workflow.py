@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.tool_invocation import OffloadInstruction, ToolInvocationInput
     from core.messages import ChatMessage, ToolCall
     from core.payloads import (
+        MAX_CANCEL_REASON_CHARS,
         AgentRunInput,
         AgentRunResult,
         CancelRequest,
@@ -162,7 +163,11 @@ class AgentWorkflow(ConversationTurns):
 
     @cancel_run.validator
     def check_cancel(self, request: CancelRequest) -> None:
-        """Refuse to cancel a run that has finished."""
+        """Refuse to cancel a run that has finished, or with a reason over MAX_CANCEL_REASON_CHARS."""
+        if request.reason is not None and len(request.reason) > MAX_CANCEL_REASON_CHARS:
+            raise MessageRefused(
+                f"The cancel reason is {len(request.reason):,} characters; the limit is {MAX_CANCEL_REASON_CHARS:,}."
+            )
         if self._done:
             raise MessageRefused(f"Run {workflow.info().workflow_id} has already finished; there is nothing to cancel.")
 
