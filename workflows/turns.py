@@ -129,9 +129,9 @@ class ConversationTurns:
         """One Haystack ``Agent.run`` over the conversation so far: before_run, steps, after_run."""
         chat = self._require_chat()
         state = self._require_context().state
+        self._raise_if_cancelled()  # a turn that has not begun does not begin
         chat.in_turn = chat.turn_begun = True
         self.live.publish("turn_started", in_step=False)
-        self._raise_if_cancelled()
         if begin:
             if chat.inbox:
                 state.set("messages", chat.take())
