@@ -52,6 +52,25 @@ def token_batch_interval() -> float:
     return get_settings().token_batch_ms / 1000
 
 
+def execution_stream_client() -> WorkflowStreamClient:
+    """A stream client bound to the workflow execution (Temporal run id) that scheduled this activity.
+
+    Not to the workflow id: after a rewind (Temporal's reset) the terminated execution's model
+    activity goes on streaming until its heartbeat learns of the end, and by workflow id its
+    batches would land in the new execution's stream. Bound to its execution, they are refused
+    (NOT_FOUND) and the publisher stops.
+    """
+    info = activity.info()
+    client = activity.client()
+    handle = client.get_workflow_handle(info.workflow_id, run_id=info.workflow_run_id)
+    return WorkflowStreamClient(handle, client=client, max_retry_duration=timedelta(seconds=60))
+
+
+def _execution_gone(err: RPCError) -> bool:
+    """Whether ``err`` says the execution the tokens were for has ended (completed, reset, cancelled)."""
+    return err.status == RPCStatusCode.NOT_FOUND
+
+
 class TokenPublisher:
     """Publishes one model call's text deltas as ``token`` events, batched.
 
@@ -85,7 +104,11 @@ class TokenPublisher:
         # Flush first (it waits for a Signal in flight, under the contrib's lock), then stop the
         # idle sender: cancelling a Signal in flight would send its batch twice (deduplicated by
         # the workflow, but recorded twice in history).
-        await self._stream.flush()
+        try:
+            await self._stream.flush()
+        except RPCError as err:
+            if not _execution_gone(err):
+                raise
         if self._sender is not None:
             self._sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -99,9 +122,9 @@ class TokenPublisher:
             try:
                 await self._stream.flush()
             except RPCError as err:
-                if err.status != RPCStatusCode.NOT_FOUND:
+                if not _execution_gone(err):
                     raise
-                return  # the run ended (cancelled mid-answer): no one left to send tokens to
+                return  # the execution ended (cancelled mid-answer, rewound): no one left to send tokens to
 
     def event(self, kind: str, data: dict[str, Any]) -> None:
         """Publish one event of this step now."""
@@ -215,7 +238,7 @@ async def streamed_completion(client: openai.AsyncOpenAI, body: dict[str, Any], 
     """
     info = activity.info()
     interval = token_batch_interval()
-    stream_client = WorkflowStreamClient.from_within_activity(max_retry_duration=timedelta(seconds=60))
+    stream_client = execution_stream_client()
     accumulator = CompletionAccumulator()
     async with TokenPublisher(stream_client, target, info.attempt, interval) as publisher:
         chunks = await client.post(

@@ -29,7 +29,7 @@ from core.serialization import object_from_dict
 from core.tool_records import OFFLOADED_META_KEY, pointer_text, unstored_text
 from core.tools import Tool, ToolContext, flatten_tools, tool_context_set
 from core.trust import Slot, UntrustedPathError
-from core.wire import INVOKE_TOOL_ACTIVITY
+from core.wire import INVOKE_TOOL_ACTIVITY, TOOL_NOT_SERVED
 
 #: How long the tool activity retries a store write (an S3 outage) before the result is given up;
 #: after that the conversation gets ``unstored_text`` in its place, never the result itself.
@@ -125,17 +125,21 @@ class ToolActivities:
 
         Tools run at least once: after a crash this activity runs again with the same
         ``idempotency_key`` in the tool's context.
+
+        :raises ApplicationError: Non-retryable, type ``ToolNotServed`` (details: the tool's name
+            and the names this worker serves), when this worker has no such tool: a deployment
+            error the model cannot act on, so the run fails saying so (``workflows/tool_dispatch.py``).
         """
         call = request.tool_call
         tool = self.tools.get(call.tool_name)
         if tool is None:
-            return ToolInvocationOutput(
-                result=(
-                    f"Tool '{call.tool_name}' is not available on this worker (task queue '{activity.info().task_queue}'). "
-                    f"Available: {', '.join(self.tools)}. Start a worker with your tools: "
-                    "`agent dev --agent mymodule:agent` or `python worker.py --tools mymodule:TOOLS`."
-                ),
-                error=True,
+            raise ApplicationError(
+                f"Tool '{call.tool_name}' is not served by this worker (task queue "
+                f"'{activity.info().task_queue}'); it serves: {', '.join(self.tools) or 'no tools'}.",
+                call.tool_name,
+                list(self.tools),
+                type=TOOL_NOT_SERVED,
+                non_retryable=True,
             )
         call_id = request.call_key
         context = ToolContext(

@@ -16,6 +16,7 @@ from core.payloads import MessageReceipt, UserMessage
 from core.settings import DEFAULT_TASK_QUEUE
 from core.spec import AgentSpec
 from core.trust import trusting
+from hooks.protocol import ChecksToolArguments
 from runtime.sandbox import check_hook_modules
 
 
@@ -27,7 +28,8 @@ class Agent(AgentSpec):
     (:meth:`core.spec.AgentSpec.check_rebuildable`), and imports the hooks' own modules inside
     Temporal's workflow sandbox, as the worker will (:func:`runtime.sandbox.check_hook_modules`,
     once per module and process): a spec the worker could not rebuild is a ``ValueError`` here,
-    where it is written, not a failure on the worker.
+    where it is written, not a failure on the worker. Hooks that read tools' arguments (a
+    ``RulePolicy`` rule) check them against the tools' schemas (``hooks.protocol.ChecksToolArguments``).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -35,6 +37,10 @@ class Agent(AgentSpec):
         with trusting(self.served_modules()):  # as a worker serving this agent would
             self.check_rebuildable()
         check_hook_modules(self)
+        schemas = {spec.name: spec.parameters for spec in self.tool_specs}
+        for hook in self.distinct_hooks():
+            if isinstance(hook, ChecksToolArguments):
+                hook.check_tool_arguments(schemas, every_tool_known=not self.mcp_sources)
 
     def as_tool(self, name: str, description: str) -> AgentTool:
         """This agent as another agent's tool (``Agent(tools=[researcher.as_tool(...)])``).

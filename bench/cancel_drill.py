@@ -28,6 +28,8 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -226,7 +228,10 @@ async def drill(
     return DrillReport(seed, list(await asyncio.gather(*(bounded(*entry) for entry in plan))))
 
 
-async def _main(per_phase: int, seed: int) -> int:
+@asynccontextmanager
+async def drill_worker(task_queue: str) -> AsyncIterator[tuple[Client, ScriptedModelServer, Path]]:
+    """A dev stack, the scripted model and a worker serving :func:`gate` on ``task_queue``, for the
+    command-line drills; yields ``(client, scripted model, gate directory)``."""
     from agent.client import connect
     from agent.dev.stack import DevStack
     from worker import create_worker
@@ -236,10 +241,15 @@ async def _main(per_phase: int, seed: int) -> int:
         with DevStack(Path(tmp) / "stack", with_ui=False, persist_s3=False) as dev:
             dev.apply_env()
             client = await connect(dev.temporal.address, dev.temporal.namespace)
-            async with create_worker(client, tools=[gate], task_queue="cancel-drill"):
-                started = time.monotonic()
-                report = await drill(client, "cancel-drill", scripted, Path(tmp), per_phase, seed)
-                elapsed = time.monotonic() - started
+            async with create_worker(client, tools=[gate], task_queue=task_queue):
+                yield client, scripted, Path(tmp)
+
+
+async def _main(per_phase: int, seed: int) -> int:
+    async with drill_worker("cancel-drill") as (client, scripted, gates):
+        started = time.monotonic()
+        report = await drill(client, "cancel-drill", scripted, gates, per_phase, seed)
+        elapsed = time.monotonic() - started
     for line in report.lines():
         print(line)
     print(f"  {elapsed:.1f} s")

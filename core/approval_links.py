@@ -1,12 +1,15 @@
 """Signed approval links: what an approval webhook carries and the inbox's ``/link/<token>`` opens.
 
-A link names one decision on one pending call, for one approver, until the call expires:
-``{run_id, tool_call_id, action, approver, arguments_sha256, expires_at}``, signed with
+A link names one decision on one pending request, for one approver, until the call expires:
+``{run_id, tool_call_id, request_id, action, approver, arguments_sha256, expires_at}``, signed with
 HMAC-SHA256 under ``AGENT_APPROVAL_LINK_SECRET`` (the worker that issues it and the inbox that
 opens it share the key). Nothing else is stored: a link works once because the decision it
 carries closes the call, and the run's Update validator refuses every later decision on it
 (the same link again, its twin, anyone's). The approver is the one the link was issued to, never
-the person who happens to open it.
+the person who happens to open it. ``request_id`` binds the link to the request it was issued
+for (the execution that asked, and when): run ids are reused (``Agent.send``, a rewind), so a
+later run with the same run id, call id and arguments, or the run after a rewind, asks under
+another request id and refuses the link.
 
 Issued by the notification activity (worker side), verified by the inbox (people side), so it
 lives here, below both.
@@ -37,6 +40,7 @@ class LinkClaims(BaseModel):
 
     :param run_id: The run (workflow id).
     :param tool_call_id: The pending call.
+    :param request_id: The pending request's ``request_id`` (``PendingConfirmation.request_id``).
     :param action: ``"confirm"`` or ``"reject"``.
     :param approver: Who the link was issued to; the decision is recorded as theirs.
     :param arguments_sha256: The call's argument hash: the decision binds to those arguments.
@@ -45,6 +49,7 @@ class LinkClaims(BaseModel):
 
     run_id: str
     tool_call_id: str
+    request_id: str
     action: Literal["confirm", "reject"]
     approver: str
     arguments_sha256: str

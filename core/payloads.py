@@ -38,6 +38,11 @@ def _is_number(value: Any) -> bool:
 
 #: Longest text a ``UserMessage`` may carry, in characters.
 MAX_USER_MESSAGE_CHARS = 32_000
+#: Longest ``sender`` and ``message_id`` of a ``UserMessage``, and ``approver`` of a decision, in
+#: characters: names and ids, kept in history with every message and decision.
+MAX_NAME_CHARS = 200
+#: Longest ``CancelRequest.reason``, in characters (it is copied into each cancelled tool result).
+MAX_CANCEL_REASON_CHARS = 1_000
 #: ``exit_reason`` of a run ended by ``cancel_run`` or Temporal's own cancel.
 EXIT_CANCELLED = "cancelled"
 #: ``exit_reason`` of a session whose ``wait_for_user`` passed with no message.
@@ -48,9 +53,11 @@ class UserMessage(BaseModel):
     """A person's message into a running or waiting run (Update ``send_message``, Signal ``user_message``).
 
     :param text: What they say; non-empty, at most :data:`MAX_USER_MESSAGE_CHARS` characters.
-    :param sender: Who says it; must be one of the agent's ``participants`` when it names them.
-    :param message_id: An id of the sender's choosing: a repeated id gets the first receipt and adds
-        nothing. None: the workflow assigns a deterministic one.
+    :param sender: Who says it (at most :data:`MAX_NAME_CHARS` characters); must be one of the
+        agent's ``participants`` when it names them.
+    :param message_id: An id of the sender's choosing (at most :data:`MAX_NAME_CHARS` characters):
+        a repeated id gets the first receipt and adds nothing. None: the workflow assigns a
+        deterministic one.
     """
 
     text: str
@@ -87,7 +94,8 @@ class TurnResult(BaseModel):
 class CancelRequest(BaseModel):
     """Input of Update ``cancel_run``.
 
-    :param reason: Why; it goes into the cancelled tool results and the closed confirmations.
+    :param reason: Why (at most :data:`MAX_CANCEL_REASON_CHARS` characters); it goes into the
+        cancelled tool results and the closed confirmations.
     """
 
     reason: str | None = None

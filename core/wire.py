@@ -30,6 +30,8 @@ HOOK_ERROR = "HookError"
 MODEL_CALL_FAILED = "ModelCallFailed"
 #: ``ApplicationError.type`` of the failure that ends a run whose agent spec the worker cannot rebuild.
 AGENT_SPEC_ERROR = "AgentSpecError"
+#: ``ApplicationError.type`` of a tool call whose tool the worker does not serve (the run fails).
+TOOL_NOT_SERVED = "ToolNotServed"
 
 # -- conversations (DESIGN.md "Conversations") -------------------------------------------------
 

@@ -261,6 +261,24 @@ class NeedsSearchAttributes(Protocol):
 
 
 @runtime_checkable
+class ChecksToolArguments(Protocol):
+    """A hook that names tools' arguments (a rule over ``args``) and checks them against the tools'
+    JSON schemas when the ``Agent`` is built (``agent.Agent``), so a misspelled argument is a
+    ``ValueError`` where it is written, not a surprise in every run."""
+
+    def check_tool_arguments(self, schemas: dict[str, dict[str, Any]], every_tool_known: bool) -> None:
+        """Check what the hook reads of tools' arguments.
+
+        :param schemas: Tool name -> JSON schema of its parameters, for the agent's function and
+            sub-agent tools (an MCP server's tools are listed only when a run starts: absent).
+        :param every_tool_known: False when the agent has MCP tools, whose names and arguments
+            are not known yet (a rule for every tool may be meant for them).
+        :raises ValueError: Naming the rule, the tool, the unknown argument and the known ones.
+        """
+        ...
+
+
+@runtime_checkable
 class ReportsPending(Protocol):
     """A family's per-run object (a ``RunContext`` slot) that holds requests waiting for a person."""
 

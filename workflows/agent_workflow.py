@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.tool_invocation import OffloadInstruction, ToolInvocationInput
     from core.messages import ChatMessage, ToolCall
     from core.payloads import (
+        MAX_CANCEL_REASON_CHARS,
         AgentRunInput,
         AgentRunResult,
         CancelRequest,
@@ -167,7 +168,11 @@ class AgentWorkflow(ConversationTurns):
 
     @cancel_run.validator
     def check_cancel(self, request: CancelRequest) -> None:
-        """Refuse to cancel a run that has finished."""
+        """Refuse to cancel a run that has finished, or with a reason over MAX_CANCEL_REASON_CHARS."""
+        if request.reason is not None and len(request.reason) > MAX_CANCEL_REASON_CHARS:
+            raise MessageRefused(
+                f"The cancel reason is {len(request.reason):,} characters; the limit is {MAX_CANCEL_REASON_CHARS:,}."
+            )
         if self._done:
             raise MessageRefused(f"Run {workflow.info().workflow_id} has already finished; there is nothing to cancel.")
 
@@ -259,6 +264,7 @@ class AgentWorkflow(ConversationTurns):
         """One step: model call, then tools. Returns False when the run should stop."""
         context = self._require_context()
         agent, state = context.agent, context.state
+        self._raise_if_cancelled()
         if (chat := self._require_chat()).inbox:  # delivered at the step boundary, in arrival order
             state.set("messages", chat.take())
         state.set("tools", list(agent.tool_specs), handler_override=replace_values)
@@ -298,6 +304,7 @@ class AgentWorkflow(ConversationTurns):
             state.set("token_usage", add_usage(state.data.get("token_usage") or {}, usage))
             if context_tokens := usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0):
                 state.set("context_tokens", context_tokens)
+        self._raise_if_cancelled()  # the reply and the cancel may come in one workflow task
 
         exit_reason = model_exit_reason(reply)
         if not agent.tool_specs or exit_reason is not None:
@@ -320,6 +327,7 @@ class AgentWorkflow(ConversationTurns):
                 counts[name] = counts.get(name, 0) + 1
             state.set("tool_call_counts", counts)
         await self._run_hooks(AFTER_TOOL)
+        self._raise_if_cancelled()
 
         state.set("step_count", state.data["step_count"] + 1)
         exit_tool = exit_condition_tool(agent, calls, tool_messages)
@@ -359,9 +367,11 @@ class AgentWorkflow(ConversationTurns):
                 step=step,
                 offload=self._offload_instruction(call, index),
             )
-            self.live.tool_started(call)
-            async with bound, tool_call_span(call, step):
-                output = await self._cancellable(run_tool_call(agent, spec, request, self._mcp))
+            async with bound:
+                self._raise_if_cancelled()  # no tool starts once a cancel is accepted
+                self.live.tool_started(call)
+                with tool_call_span(call, step):
+                    output = await self._cancellable(run_tool_call(agent, spec, request, self._mcp))
             message = ChatMessage.from_tool(output.result, origin=call, error=output.error, meta=output.meta)
             self.live.tool_finished(call, output.result, output.error)
             if call.id is not None:

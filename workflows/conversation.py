@@ -18,6 +18,7 @@ from temporalio.common import SearchAttributeKey
 with workflow.unsafe.imports_passed_through():
     from core.messages import ChatMessage
     from core.payloads import (
+        MAX_NAME_CHARS,
         MAX_USER_MESSAGE_CHARS,
         MessageReceipt,
         SessionSnapshot,
@@ -77,8 +78,12 @@ class Conversation:
         :returns: The first receipt when ``message_id`` was seen (nothing more is added), else None.
         :raises MessageRefused: The run is closed (finished, cancelled, or a run without
             ``wait_for_user`` that has finished its turn), the text is empty or over
-            :data:`MAX_USER_MESSAGE_CHARS`, or the agent names ``participants`` and the sender is not one.
+            :data:`MAX_USER_MESSAGE_CHARS`, the sender or message id is over :data:`MAX_NAME_CHARS`,
+            or the agent names ``participants`` and the sender is not one.
         """
+        for what, value in (("sender", message.sender), ("message_id", message.message_id)):
+            if value is not None and len(value) > MAX_NAME_CHARS:
+                raise MessageRefused(f"The {what} is {len(value):,} characters; the limit is {MAX_NAME_CHARS:,}.")
         if message.message_id is not None and message.message_id in self.receipts:
             return self.receipts[message.message_id]
         if self.closed:

@@ -3,18 +3,22 @@
 Deterministic workflow code. In order: a run's MCP tool is an ``mcp_call_tool`` activity
 (``workflows/mcp_tools.py``); a sub-agent (``Agent.as_tool``) is a child run
 (``workflows/children.py``); ``Tool(local=True)`` is a local activity; every other tool is an
-ordinary activity on the task queue.
+ordinary activity on the task queue. A worker that lacks the called tool fails the run at once
+(``ToolNotServed``, naming every tool the run can use) rather than answering the model with an
+error it cannot act on: the fix is a deployment's, not the model's.
 """
 
 from __future__ import annotations
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.tool_invocation import ToolInvocationInput, ToolInvocationOutput, call_tool, call_tool_local
     from core.messages import ChatMessage, ToolCall
     from core.spec import AgentSpec
     from core.tools import ToolSpec
+    from core.wire import TOOL_NOT_SERVED
     from workflows.children import run_sub_agent
     from workflows.failures import EXIT_TEXT
     from workflows.mcp_tools import RunMCPTools
@@ -35,9 +39,33 @@ async def run_tool_call(
     sub_agent = agent.sub_agents.get(spec.name)
     if sub_agent is not None:
         return await run_sub_agent(request, sub_agent)
-    if spec.local:
-        return await call_tool_local(request)
-    return await call_tool(request)
+    try:
+        if spec.local:
+            return await call_tool_local(request)
+        return await call_tool(request)
+    except ActivityError as err:
+        cause = err.cause
+        if isinstance(cause, ApplicationError) and cause.type == TOOL_NOT_SERVED:
+            served = cause.details[1] if len(cause.details) > 1 else []
+            raise ApplicationError(
+                not_served_message(agent, spec.name, served, mcp), type=TOOL_NOT_SERVED, non_retryable=True
+            ) from err
+        raise
+
+
+def not_served_message(agent: AgentSpec, tool_name: str, served: list[str], mcp: RunMCPTools) -> str:
+    """Why a run fails when a worker of its queue lacks one of its tools, and what is available.
+
+    :param served: The function tools the worker that took the call serves.
+    """
+    available = [*served]
+    available += [f"{name} (MCP server `{source.server}`)" for name, source in mcp.sources.items()]
+    available += [f"{name} (sub-agent)" for name in agent.sub_agents]
+    return (
+        f"Tool '{tool_name}' is not served by the worker of task queue '{workflow.info().task_queue}' that took "
+        f"the call, so the run cannot go on. Available: {', '.join(available) or 'no tools'}. Serve it from every "
+        "worker of the queue: `agent dev --agent mymodule:agent` or `python worker.py --tools mymodule:TOOLS`."
+    )
 
 
 def refusal(agent: AgentSpec, call: ToolCall) -> ChatMessage | None:

@@ -40,6 +40,17 @@ class ConversationTurns:
         if self._body is not None and not self._body.done():
             self._body.cancel(self._cancel_reason)  # the reason reaches the run's children (workflows/children.py)
 
+    def _raise_if_cancelled(self) -> None:
+        """At a step boundary: raise ``asyncio.CancelledError`` when a cancel has been accepted.
+
+        Cancelling the body task is not enough on its own: when the cancel and the awaited
+        activity's result come in the same workflow task, the SDK lets the result win (the
+        activity is already done, nothing is left to cancel) and the body would go on to schedule
+        the reply's tool calls. So the loop checks before each thing it starts.
+        """
+        if self._cancel_reason is not None or workflow.cancellation_reason() is not None:
+            raise asyncio.CancelledError(self._cancel_reason or workflow.cancellation_reason())
+
     @staticmethod
     async def _uninterruptible(step: Any) -> Any:
         """Await ``step`` to its end even if Temporal cancels the run meanwhile (clean-up must finish)."""
@@ -121,6 +132,7 @@ class ConversationTurns:
         """One Haystack ``Agent.run`` over the conversation so far: before_run, steps, after_run."""
         chat = self._require_chat()
         state = self._require_context().state
+        self._raise_if_cancelled()  # a turn that has not begun does not begin
         chat.in_turn = chat.turn_begun = True
         self.live.publish("turn_started", in_step=False)
         if begin:
@@ -142,6 +154,7 @@ class ConversationTurns:
         else:
             # Steps exhausted: on_exit does not run.
             state.set("exit_reason", EXIT_MAX_STEPS)
+        self._raise_if_cancelled()  # a cancel an on_exit hook's activity absorbed
         chat.in_turn = False
         if not chat.session:
             chat.closed = True
@@ -173,6 +186,7 @@ class ConversationTurns:
         return agent.upgrade_at_turn_boundary and workflow.info().is_target_worker_deployment_version_changed()
 
     async def _continue_as_new(self, agent: AgentSpec, run_input: AgentRunInput, between_turns: bool) -> None:
+        self._raise_if_cancelled()
         self.live.close()  # subscribers' waiting polls return and follow to the next run
         if not workflow.all_handlers_finished():
             await workflow.wait_condition(workflow.all_handlers_finished)

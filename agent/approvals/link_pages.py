@@ -10,6 +10,8 @@ was issued to, bound to the call's arguments hash. What is refused, and where:
 - a link past the call's expiry: 410 here;
 - the call already decided (by this link, its twin, anyone) or expired (on_timeout applied): 409,
   the run's validator says which;
+- the same call id waiting under another request (a later run with the same run id, or the run
+  after a rewind): 409, the validator says the link was issued for an earlier request;
 - an approver the call no longer accepts (it was escalated to others since): 409, the validator;
 - a run that has finished (every call of it decided): 409, "already decided".
 
@@ -81,14 +83,17 @@ class LinkPages(InboxPages):
         run = await self.read_run(claims.run_id)
         # A run that did not answer the decision is not asked again: the POST keeps its one deadline.
         pending = await self.pending_of(claims.run_id) if run.status == "RUNNING" and ask_run else []
-        call = next((p for p in pending if p.tool_call_id == claims.tool_call_id), None)
+        waiting = next((p for p in pending if p.tool_call_id == claims.tool_call_id), None)
+        # The same call id waiting under another request: a later run with this id, or a rewind.
+        stale = waiting is not None and waiting.request_id != claims.request_id
         return self.render(
             request,
             "link.html",
             status=status,
             claims=claims,
-            call=call,
-            decided=run.decisions.get(claims.tool_call_id),
+            call=None if stale else waiting,
+            stale=stale,
+            decided=None if stale else run.decisions.get(claims.tool_call_id),
             button=BUTTONS[claims.action],
             error=error,
             done=done,
@@ -135,11 +140,13 @@ class LinkPages(InboxPages):
 
 
 def claims_decision(claims: LinkClaims, feedback: str | None = None) -> ToolDecision:
-    """The decision a link carries: its action, as its approver, bound to the call's arguments."""
+    """The decision a link carries: its action, as its approver, bound to the request it was issued
+    for and the call's arguments."""
     return ToolDecision(
         tool_call_id=claims.tool_call_id,
         action=claims.action,
         approver=claims.approver,
         arguments_sha256=claims.arguments_sha256,
+        request_id=claims.request_id,
         feedback=feedback,
     )

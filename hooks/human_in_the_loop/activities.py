@@ -68,6 +68,7 @@ def event_links(event: ApprovalEvent) -> list[ApprovalLink]:
             claims = LinkClaims(
                 run_id=event.run_id,
                 tool_call_id=request.tool_call_id,
+                request_id=request.request_id,
                 action=action,  # type: ignore[arg-type]
                 approver=approver,
                 arguments_sha256=request.arguments_sha256,

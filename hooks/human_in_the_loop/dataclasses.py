@@ -102,6 +102,10 @@ class PendingConfirmation(BaseModel):
         deciding the call here lets that parent go on.
     :param escalations: How many escalations the call went through (``Escalation``); 0 at first.
     :param escalated_at: When the last one happened (workflow time), None before any.
+    :param request_id: Which request this is: the Temporal run id of the execution that asked and
+        the history length when it asked. A later run with the same run id, or the run after a
+        rewind, asks anew under another id, so a decision or link that quotes an id applies only
+        to the request it was issued for (an escalation keeps the id).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -119,6 +123,7 @@ class PendingConfirmation(BaseModel):
     parent_run_id: str | None = None
     escalations: int = 0
     escalated_at: datetime | None = None
+    request_id: str = ""
 
 
 class ToolDecision(BaseModel):
@@ -135,6 +140,9 @@ class ToolDecision(BaseModel):
     :param approver: Who decided (recorded in the audit record).
     :param arguments_sha256: Optional: the hash shown in the pending request; when given, the
         decision is refused if the call's arguments do not match it.
+    :param request_id: Optional: the ``request_id`` of the pending request it was made for; when
+        given, the decision is refused if the call waiting now is another request (an approval link
+        always gives it).
     """
 
     tool_call_id: str
@@ -143,6 +151,7 @@ class ToolDecision(BaseModel):
     new_tool_params: dict[str, Any] | None = None
     approver: str | None = None
     arguments_sha256: str | None = None
+    request_id: str | None = None
 
 
 class DecisionRecord(BaseModel):

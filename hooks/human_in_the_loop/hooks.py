@@ -26,6 +26,7 @@ from hooks.human_in_the_loop.dataclasses import ToolExecutionDecision
 from hooks.human_in_the_loop.notifications import ApprovalOutbox
 from hooks.human_in_the_loop.protocol import STRATEGY_SLOT, ConfirmationCall, ConfirmationStrategy
 from hooks.human_in_the_loop.registry import approver_list
+from hooks.human_in_the_loop.rules import RulePolicy
 from hooks.human_in_the_loop.strategies import DurableConfirmationStrategy
 from hooks.human_in_the_loop.templates import (
     MODIFICATION_FEEDBACK_TEMPLATE,
@@ -132,6 +133,31 @@ class ConfirmationHook:
                         "use DurableConfirmationStrategy or BlockingConfirmationStrategy for it."
                     )
         return checked or None
+
+    def check_tool_arguments(self, schemas: dict[str, dict[str, Any]], every_tool_known: bool) -> None:
+        """Check each ``RulePolicy`` rule against the arguments of the tools its key covers
+        (``hooks.protocol.ChecksToolArguments``; called when the ``Agent`` is built).
+
+        A tool key covers the tools it names (those ``schemas`` has: an MCP tool is listed only
+        when a run starts); ``"*"`` covers every tool without a more specific key, and is checked
+        only when ``every_tool_known``.
+
+        :raises ValueError: For a rule that reads an argument no tool it covers takes, naming the
+            rule, the tool(s) and their arguments.
+        """
+        for key, strategy in self.confirmation_strategies.items():
+            policy = getattr(strategy, "confirmation_policy", None)
+            if not isinstance(policy, RulePolicy):
+                continue
+            if key == WILDCARD:
+                if not every_tool_known:
+                    continue
+                covered = [name for name in schemas if lookup_by_tool(name, self.confirmation_strategies) is strategy]
+            else:
+                covered = [name for name in (key if isinstance(key, tuple) else (key,)) if name in schemas]
+            problem = policy.argument_problem(key, {name: schemas[name] for name in covered})
+            if problem is not None:
+                raise ValueError(problem)
 
     def run(self, state: State) -> None:
         """A local, non-durable run: ask for each pending call in turn through its strategy's sync

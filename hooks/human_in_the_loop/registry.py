@@ -37,6 +37,7 @@ import jsonschema
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 
+from core.payloads import MAX_NAME_CHARS
 from core.tool_records import arguments_sha256, canonical_json
 from hooks.context import current_run, current_run_or_none
 from hooks.human_in_the_loop.dataclasses import (
@@ -185,7 +186,9 @@ class ConfirmationRegistry:
         """Check a decision against the pending requests without changing anything.
 
         :returns: The request it decides.
-        :raises DecisionError: For an unknown or already decided ``tool_call_id``, a request with
+        :raises DecisionError: For an unknown or already decided ``tool_call_id``, a decision
+            quoting another request's ``request_id``, an ``approver`` over ``MAX_NAME_CHARS`` (200)
+            characters, a request with
             ``approvers`` and a decision whose ``approver`` is missing or not one of them (checked
             before the decision's content, so someone not on the list learns nothing about what
             would pass), an action other than confirm/reject/modify, ``new_tool_params`` or
@@ -206,6 +209,16 @@ class ConfirmationRegistry:
         if request is None:
             waiting = ", ".join(self._pending) or "none"
             raise DecisionError(f"No pending confirmation for tool call '{call_id}'. Pending calls: {waiting}.")
+        if decision.request_id and decision.request_id != request.request_id:
+            raise DecisionError(
+                f"This decision was issued for an earlier request of tool call '{call_id}' "
+                f"(request {decision.request_id}), not for the one waiting now (request {request.request_id}): "
+                "the run was started again with the same id, or rewound, since. Decide the call waiting now."
+            )
+        if decision.approver is not None and len(decision.approver) > MAX_NAME_CHARS:
+            raise DecisionError(
+                f"The approver is {len(decision.approver):,} characters; the limit is {MAX_NAME_CHARS:,}."
+            )
         refusal = approver_refusal(request, decision.approver)
         if refusal is not None:
             raise DecisionError(refusal)

@@ -3,7 +3,10 @@
 The rule is a `CEL <https://cel.dev>`_ expression over two variables: ``tool`` (the tool's name)
 and ``args`` (the arguments the model gave, a map), e.g. ``args.amount > 100`` or
 ``tool == "delete_file" && args.path.startsWith("/etc")``. It is compiled when the policy is
-built, so a rule with a syntax error fails where the ``Agent`` is built, naming the expression.
+built, so a rule with a syntax error fails where the ``Agent`` is built, naming the expression;
+and when the ``Agent`` is built, the arguments it reads are checked against the schemas of the
+tools its key covers (:meth:`RulePolicy.argument_problem`), so a misspelled ``args.amout`` is a
+``ValueError`` there too, naming the arguments the tool takes.
 
 Evaluation is deterministic (CEL has no clock, no I/O and no randomness), so it runs in the
 workflow. The library is ``common-expression-language`` (module ``cel``, Rust bindings):
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
@@ -61,6 +65,23 @@ def compile_rule(expression: Any) -> cel.Program:
     return program
 
 
+_QUOTED = r"""("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')"""
+_INDEXED = re.compile(r"(?<![\w.])args\s*\[\s*" + _QUOTED + r"\s*\]")
+_TESTED = re.compile(_QUOTED + r"\s+in\s+args\b")
+_SELECTED = re.compile(r"(?<![\w.])args\s*\.\s*([A-Za-z_]\w*)")
+
+
+def rule_arguments(expression: str) -> list[str]:
+    """The top-level argument names ``expression`` reads: ``args.x``, ``args["x"]``, ``"x" in args``
+    (``has(args.x)`` included), in order of first use. Text inside string literals is not read."""
+    names: list[str] = []
+    for pattern in (_INDEXED, _TESTED):
+        names += [match.group(1)[1:-1] for match in pattern.finditer(expression)]
+    unquoted = re.sub(_QUOTED, '""', expression)
+    names += [match.group(1) for match in _SELECTED.finditer(unquoted)]
+    return list(dict.fromkeys(names))
+
+
 def rule_context(tool_name: str, tool_params: dict[str, Any]) -> dict[str, Any]:
     """What a rule sees for one call."""
     return {"tool": tool_name, "args": tool_params}
@@ -76,6 +97,38 @@ class RulePolicy(ConfirmationPolicy):
     def __init__(self, ask_when: str) -> None:
         self._program = compile_rule(ask_when)
         self.ask_when = ask_when
+
+    def argument_problem(self, key: str, schemas: dict[str, dict[str, Any]]) -> str | None:
+        """Why the rule, applied to the tools ``schemas`` names under strategy key ``key``, reads
+        an argument that cannot exist; None when every argument it reads is taken by a tool it
+        covers (by one of them, for a key covering several: the others' calls ask), or when a
+        schema does not list its arguments.
+
+        :param schemas: Tool name -> JSON schema of its parameters, for the tools the rule covers.
+        """
+        taken: dict[str, list[str]] = {}
+        for tool, schema in schemas.items():
+            properties = schema.get("properties")
+            if not isinstance(properties, dict) or schema.get("additionalProperties") is True:
+                return None  # any argument may come
+            taken[tool] = list(properties)
+        if not taken:
+            return None
+        for name in rule_arguments(self.ask_when):
+            if any(name in names for names in taken.values()):
+                continue
+            if len(taken) == 1:
+                [(tool, names)] = taken.items()
+                return (
+                    f"RulePolicy rule {self.ask_when!r} for tool '{tool}' reads args.{name}, which '{tool}' does not "
+                    f"take; its arguments are: {', '.join(names) or 'none'}."
+                )
+            known = ", ".join(f"{tool} ({', '.join(names) or 'no arguments'})" for tool, names in taken.items())
+            return (
+                f"RulePolicy rule {self.ask_when!r} for {key!r} reads args.{name}, which none of the tools it covers "
+                f"takes; their arguments are: {known}."
+            )
+        return None
 
     def should_ask(self, tool_name: str, tool_description: str, tool_params: dict[str, Any]) -> bool:
         """The rule's value for this call; True (ask) when it cannot be evaluated or is not a bool."""

@@ -237,6 +237,8 @@ class DurableConfirmationStrategy:
             arguments_sha256=arguments_sha256(tool_params),
             on_timeout=self.on_timeout,
             approvers=approvers,
+            # Not the run id alone: run ids are reused (Agent.send, rewind), executions are not.
+            request_id=f"{workflow.info().run_id}/{workflow.info().get_current_history_length()}",
             **self._request_extras(),
         )
         registry.publish(request, schema=spec.parameters if spec is not None else None, limits=self.limits)

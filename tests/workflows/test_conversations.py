@@ -103,6 +103,13 @@ async def test_the_validator_refuses_bad_messages_before_history(client, worker,
         await handle.send_message("hi", sender="eve")
     with pytest.raises(MessageRefusedError, match="A message without a sender may not write"):
         await handle.send_message("hi")
+    with pytest.raises(MessageRefusedError) as refused:  # checked first: the refusal does not echo it
+        await handle.send_message("hi", sender="a" * 200_000)
+    assert str(refused.value).endswith("The sender is 200,000 characters; the limit is 200.")
+    with pytest.raises(MessageRefusedError, match="The message_id is 201 characters; the limit is 200"):
+        await handle.send_message("hi", sender="ann", message_id="m" * 201)
+    with pytest.raises(ConversationError, match="The cancel reason is 1,001 characters; the limit is 1,000"):
+        await handle.cancel("r" * 1_001)
     events = (await handle.workflow.fetch_history()).events
     assert not [e for e in events[before:] if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED]
 

@@ -54,6 +54,7 @@ CLIENT_SCRIPT = """
 import asyncio, json, os, sys, urllib.request
 sys.path.insert(0, os.getcwd())  # the project folder, where myagent.py is
 from agent import ChatMessage, connect
+from temporalio.client import WorkflowFailureError
 import myagent
 
 
@@ -66,7 +67,11 @@ async def main(attr, model, tool_name):
     agent = getattr(myagent, attr)
     handle = await agent.start(client, [ChatMessage.from_user("tidy up")], run_id=f"run-{os.getpid()}",
                                task_queue=os.environ["AGENT_TASK_QUEUE"])
-    result = await asyncio.wait_for(handle.result(), 90)
+    try:
+        result = await asyncio.wait_for(handle.result(), 90)
+    except WorkflowFailureError as err:
+        print("FAILED:", err.cause.message, flush=True)
+        return
     print("ANSWER:", result.last_message.text, flush=True)
 
 asyncio.run(main(*sys.argv[1:]))
@@ -204,11 +209,12 @@ def test_agent_dev_serves_reloads_and_is_reachable_from_env_sh(agent_dev: DevPro
     # The user's tool runs, from a shell that knows only env.sh.
     assert "deleted notes.txt (v1)" in _ask_support(project, agent_dev.data_dir)
 
-    # A tool of another agent is not on this worker: the run is told where and how to get one.
+    # A tool of another agent is not on this worker: the run fails, saying where and how to get one.
     answer = _second_shell(project, agent_dev.data_dir, "other", "other-model", "not_served")
     assert (
-        "Tool 'not_served' is not available on this worker (task queue 'agent'). Available: delete_file. "
-        "Start a worker with your tools: `agent dev --agent mymodule:agent`" in answer
+        "FAILED: Tool 'not_served' is not served by the worker of task queue 'agent' that took the call, so the "
+        "run cannot go on. Available: delete_file. Serve it from every worker of the queue: `agent dev --agent "
+        "mymodule:agent`" in answer
     ), answer
 
     # Edit the tool: a new worker process serves the new code.

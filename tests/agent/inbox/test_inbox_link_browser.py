@@ -24,6 +24,7 @@ async def test_a_link_opened_in_a_browser_decides_once(client, scripted, model, 
     claims = LinkClaims(
         run_id=run_id,
         tool_call_id=call.tool_call_id,
+        request_id=call.request_id,
         action="confirm",
         approver="oncall-lead",
         arguments_sha256=call.arguments_sha256,

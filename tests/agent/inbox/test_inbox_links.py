@@ -41,6 +41,7 @@ def link(pending, run_id: str, action: str, approver: str, **changes) -> str:
     claims = LinkClaims(
         run_id=run_id,
         tool_call_id=pending.tool_call_id,
+        request_id=pending.request_id,
         action=action,
         approver=approver,
         arguments_sha256=pending.arguments_sha256,
@@ -138,3 +139,46 @@ async def test_links_are_off_without_the_key(client, worker, scripted, model, ru
     assert page.status_code == 404 and "AGENT_APPROVAL_LINK_SECRET" in page.text
     await handle.reject(pending.tool_call_id, approver="ann")
     await handle.result()
+
+
+async def test_a_link_does_not_decide_a_later_run_or_a_rewound_one_with_the_same_ids(
+    client, worker, scripted, model, run_id
+):
+    """Issue 30: a link for ``call_fixed`` of run R, never used, approved the same call (same id,
+    same arguments) of a later run with id R. A link binds to the request it was issued for."""
+    fixed = calls(call("add", id="call_fixed", a=2, b=3))
+    scripted.script(model, [fixed])
+    strategy = DurableConfirmationStrategy(AlwaysAskPolicy(), approvers=["ann"])
+    agent = hitl_agent(model, ConfirmationHook({"*": strategy}))
+    first = await start(agent, client, worker, run_id)
+    (old,) = await wait_pending(first)
+    stale = link(old, run_id, "confirm", "ann")
+    await first.cancel("never used")
+    await first.result()
+
+    scripted.script(model, [fixed, {"text": "done"}])
+    later = await start(agent, client, worker, run_id)  # same run id, call id and arguments
+    (new,) = await wait_pending(later)
+    assert (new.tool_call_id, new.arguments_sha256) == (old.tool_call_id, old.arguments_sha256)
+    async with http(create_app(client)) as browser:
+        shown = await browser.get(stale)
+        refused = await use(browser, stale)
+    assert 'data-testid="link-button"' not in shown.text and 'data-testid="link-stale"' in shown.text
+    assert refused.status_code == 409 and "was issued for an earlier request" in refused.text
+    assert [p.tool_call_id for p in await later.pending_confirmations()] == ["call_fixed"]
+
+    # a rewind to the step re-asks the same call: the link issued before it no longer applies either
+    before_rewind = link(new, run_id, "confirm", "ann")
+    scripted.script(model, [fixed, {"text": "done"}])
+    await later.rewind(0, "ask again")
+    await eventually(
+        later.pending_confirmations,
+        lambda found: found and found[0].requested_at > new.requested_at,
+        message="the call was never asked again after the rewind",
+    )
+    async with http(create_app(client)) as browser:
+        refused = await use(browser, before_rewind)
+        fresh = await use(browser, link((await later.pending_confirmations())[0], run_id, "confirm", "ann"))
+    assert refused.status_code == 409 and "was issued for an earlier request" in refused.text
+    assert fresh.status_code == 200 and 'data-testid="link-done"' in fresh.text
+    assert (await later.result()).last_message.text.endswith("done")

@@ -10,7 +10,6 @@ import json
 from agent import Agent, ChatMessage
 from agent.inbox import IdentityConfig, create_app
 from agent.live import local_watchers
-from tests import tools as t
 from tests.agent.inbox.support import BROWSER_TASK_QUEUE, IDENTITY_HEADER, fetch_logs
 from tests.agent.inbox.test_inbox_http import http
 from tests.support.hitl_helpers import call, calls, wait_pending
@@ -31,8 +30,8 @@ def messages(body: str) -> list[dict[str, str]]:
 async def test_a_runs_events_stream_with_offsets_as_ids_and_resume_after_the_last_id(
     client, scripted, model, run_id, browser_worker
 ):
-    scripted.script(model, [calls(call("add", id="a1", a=2, b=3)), {"text": "5"}])
-    handle = await Agent(model=model, tools=[t.add]).start(
+    scripted.script(model, [calls(call("fetch_logs", id="a1", service="api", lines=2)), {"text": "5"}])
+    handle = await Agent(model=model, tools=[fetch_logs]).start(
         client, [ChatMessage.from_user("add")], run_id=run_id, task_queue=BROWSER_TASK_QUEUE
     )
     await handle.result()

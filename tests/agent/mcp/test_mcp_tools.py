@@ -14,6 +14,7 @@ from temporalio.client import WorkflowFailureError
 
 from agent import Agent, ChatMessage, MCPTool, MCPToolset, StdioServerInfo, StreamableHttpServerInfo
 from core.mcp import MCPServerError
+from core.tools import tool
 from hooks.human_in_the_loop import AlwaysAskPolicy, ConfirmationHook, DurableConfirmationStrategy
 from hooks.tool_result_offloading import FileSystemToolResultStore, OffloadOverChars, ToolResultOffloadHook
 from tests.agent.mcp.conftest import TIME
@@ -175,3 +176,34 @@ async def test_a_run_on_a_worker_without_the_server_fails_naming_it(client, mcp_
         await asyncio.wait_for(handle.result(), timeout=60)
     assert "mcp-server-time --local-timezone Asia/Tokyo" in str(failure.value.cause)
     assert "was not given the MCP server" in str(failure.value.cause)
+
+
+@tool
+def check_inventory(sku: str) -> str:
+    """Check the stock of `sku` (no test worker serves this tool)."""
+    return f"{sku}: 3"
+
+
+async def test_a_tool_no_worker_serves_fails_the_run_naming_every_available_tool(
+    client, mcp_queue, scripted, model, run_id
+):
+    """Issue 30: such a run "completed" with answers made of errors, whose Available: list left out
+    MCP and sub-agent tools. It fails at the first call now, saying what the run can use."""
+    scripted.script(model, [calls("check_inventory", sku="widget"), {"text": "there are widgets"}])
+    helper = Agent(model=model, tools=[]).as_tool(name="helper", description="Helps.")
+    agent = Agent(model=model, tools=[TIME, check_inventory, helper])
+    handle = await agent.start(client, [ChatMessage.from_user("check widgets")], run_id=run_id, task_queue=mcp_queue)
+    with pytest.raises(WorkflowFailureError) as failed:
+        await asyncio.wait_for(handle.result(), timeout=60)
+
+    message = failed.value.cause.message
+    assert message.startswith(
+        f"Tool 'check_inventory' is not served by the worker of task queue '{mcp_queue}' that took the call, "
+        "so the run cannot go on. Available: "
+    ), message
+    available = message.split("Available: ", 1)[1]
+    assert "add, " in available and "get_current_time (MCP server `mcp-server-time --local-timezone UTC`)" in available
+    assert "helper (sub-agent)" in available
+    assert failed.value.cause.type == "ToolNotServed" and failed.value.cause.non_retryable
+    assert len(scripted.requests(model)) == 1  # the model never saw an error answer
+    assert (await activity_types(handle)).count("invoke_tool") == 1  # failed at once, not retried

@@ -221,6 +221,15 @@ def test_registry_refuses_an_approver_not_on_the_list():
         registry.validate(decision("Alice"))
 
 
+@pytest.mark.parametrize("approvers", [["alice"], None])
+def test_registry_refuses_an_approver_name_over_200_characters(approvers):
+    registry = registry_with(approvers)
+    with pytest.raises(DecisionError) as refused:
+        registry.validate(decision("a" * 200_000))
+    assert str(refused.value) == "The approver is 200,000 characters; the limit is 200."
+    registry.validate(decision("alice" if approvers else "b" * 200))
+
+
 @pytest.mark.parametrize("approver", [None, ""])
 def test_registry_refuses_a_decision_without_an_approver_when_a_list_exists(approver):
     registry = registry_with(["alice", "bob"])

@@ -15,6 +15,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -140,6 +141,9 @@ class StandInWorkflow:
 
     def now(self) -> datetime:
         return datetime(2026, 1, 1, tzinfo=UTC)
+
+    def info(self) -> Any:
+        return SimpleNamespace(run_id="edge-execution", get_current_history_length=lambda: 1)
 
     def upsert_search_attributes(self, updates: Any) -> None:
         pass

@@ -223,6 +223,9 @@ class FakeWorkflow:
     def now(self) -> datetime:
         return datetime(2026, 1, 1, tzinfo=UTC)
 
+    def info(self) -> Any:
+        return SimpleNamespace(run_id="parity-execution", get_current_history_length=lambda: 1)
+
     def upsert_search_attributes(self, updates: Any) -> None:
         pass
 

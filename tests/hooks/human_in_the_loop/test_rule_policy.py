@@ -9,7 +9,7 @@ import json
 import cel
 import pytest
 
-from agent import Agent
+from agent import Agent, MCPToolset, StdioServerInfo
 from core.serialization import object_from_dict
 from hooks.human_in_the_loop import ConfirmationHook, DurableConfirmationStrategy, RulePolicy
 from tests import tools as t
@@ -99,3 +99,39 @@ def test_round_trips_inside_an_agent():
         "init_parameters": {"ask_when": 'tool == "add" && args.a > 1'},
     }
     assert 'tool == \\"add\\" && args.a > 1' in json.dumps(data)
+
+
+def rule_hook(rules: dict) -> ConfirmationHook:
+    return ConfirmationHook({key: DurableConfirmationStrategy(RulePolicy(rule)) for key, rule in rules.items()})
+
+
+def test_a_rule_reading_an_argument_its_tool_lacks_fails_where_the_agent_is_built():
+    """Issue 30: a misspelled argument built, then asked on every call, said only in a worker log."""
+    with pytest.raises(ValueError) as built:
+        Agent(model="m", tools=[t.add, t.echo], hooks={"before_tool": [rule_hook({"add": "args.amout > 100"})]})
+    assert str(built.value) == (
+        "RulePolicy rule 'args.amout > 100' for tool 'add' reads args.amout, which 'add' does not take; "
+        "its arguments are: a, b."
+    )
+    with pytest.raises(ValueError) as built:
+        Agent(model="m", tools=[t.add, t.echo], hooks={"before_tool": [rule_hook({"*": 'args["amout"] > 1'})]})
+    assert str(built.value) == (
+        "RulePolicy rule 'args[\"amout\"] > 1' for '*' reads args.amout, which none of the tools it covers takes; "
+        "their arguments are: add (a, b), echo (text)."
+    )
+    with pytest.raises(ValueError, match=r"reads args.forse, which 'echo' does not take"):
+        Agent(model="m", tools=[t.echo], hooks={"before_tool": [rule_hook({("echo",): '"forse" in args'})]})
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [
+        {"add": "args.a > 100 && has(args.b)"},
+        {"*": "has(args.text) && args.text.startsWith('/')"},  # one covered tool takes it: the others ask
+        {"add": "args.a > 1", "*": 'tool == "echo" && args.text == "x"'},
+        {"*": "args.anything > 1", "extra": "args.whatever"},  # 'extra' is an MCP tool: unknown until a run lists it
+    ],
+)
+def test_rules_whose_arguments_exist_or_cannot_be_known_yet_build(rules):
+    tools = [t.add, t.echo, MCPToolset(StdioServerInfo(command="some-mcp-server"))]
+    Agent(model="m", tools=tools, hooks={"before_tool": [rule_hook(rules)]})

@@ -79,6 +79,8 @@ async def test_requested_and_decided_events_are_signed_with_links(
         "bob",
     )
     assert claims.arguments_sha256 == pending.arguments_sha256 and claims.expires_at == pending.expires_at
+    desc = await handle.workflow.describe()
+    assert claims.request_id == pending.request_id and pending.request_id.startswith(f"{desc.run_id}/")
     await handle.confirm(pending.tool_call_id, approver="ann")
     await handle.result()  # the run's end waits for the decided event
     (decided,) = receiver.events("approval_decided")
