@@ -280,8 +280,11 @@ async def test_duplicate_and_late_decisions_are_refused(client, worker, scripted
     result = await handle.result()
     assert result.tool_call_counts == {**NO_CALLS, "add": 2}
 
+    # The same decision sent again is idempotent (its Update id is derived from it): the first outcome
+    # comes back. Another decision for a finished run is refused.
+    await handle.confirm(second.tool_call_id)
     with pytest.raises(UnknownRunError):
-        await handle.confirm(second.tool_call_id)
+        await handle.reject(second.tool_call_id, feedback="too late")
 
 
 async def test_unknown_run_is_a_clear_error(client):
