@@ -360,7 +360,7 @@ class AgentWorkflow(ConversationTurns):
             async with bound:
                 self._raise_if_cancelled()  # no tool starts once a cancel is accepted
                 self.live.tool_started(call)
-                with tool_call_span(call, step):
+                async with tool_call_span(call, step):
                     output = await self._cancellable(run_tool_call(agent, spec, request, self._mcp))
             message = ChatMessage.from_tool(output.result, origin=call, error=output.error, meta=output.meta)
             self.live.tool_finished(call, output.result, output.error)
