@@ -31,7 +31,10 @@ DEFAULT_TURN_TIMEOUT = timedelta(minutes=10)
 DEFAULT_ACCEPT_TIMEOUT = timedelta(seconds=30)
 #: What becomes of an Update no worker took in time (measured on the dev server: nothing is in the
 #: run's history; a worker that picks the run up later receives it and it takes effect).
-HELD = "the server holds it and hands it to the run when a worker picks the run up (unless the server restarts first)"
+HELD = (
+    "it may still reach the run, held by the server for the run's next worker, but not for sure (not across a "
+    "server restart, nor always once this request has gone)"
+)
 #: Polling of ``turn_result``: first interval, growing by half each time up to the last.
 POLL_FIRST_SECONDS, POLL_MAX_SECONDS = 0.05, 1.0
 #: What became of an Update the server turned away (the run's workflow task had failed or timed out,
@@ -103,7 +106,7 @@ async def send_message(
         )
     except UpdateNotTaken as err:
         became = (
-            f"It is not lost: {HELD}. Do not send it again; if you do, give"
+            f"It is in no history yet: {HELD}. If it does not show up, send it again with"
             if err.held
             else f"{TURNED_AWAY[0].upper()}{TURNED_AWAY[1:]}. Send it again once the worker is back, with"
         )
@@ -137,7 +140,7 @@ async def cancel_run(
             timeout=timeout,
         )
     except UpdateNotTaken as err:
-        became = f"It is not lost: {HELD}" if err.held else f"{TURNED_AWAY[0].upper()}{TURNED_AWAY[1:]}"
+        became = f"It is in no history yet: {HELD}" if err.held else f"{TURNED_AWAY[0].upper()}{TURNED_AWAY[1:]}"
         raise NotAcceptedError(
             f"Run '{handle.id}' did not accept the cancel within {seconds(timeout)}: no worker took it (is the "
             f"run's worker running, or is the run stuck?). {became}. To end the run without its worker: "
@@ -224,8 +227,8 @@ async def start_or_send(
     except DeadlinePassed as err:
         raise NotAcceptedError(
             f"Run '{run_id}' did not accept the message within {seconds(timeout)}: no worker took it (does a "
-            f"worker poll task queue '{task_queue}'?). It is not lost: {HELD}. Do not send it again; if you do, "
-            f"give the same message id ({message.message_id}) and it is added once."
+            f"worker poll task queue '{task_queue}'?). It is in no history yet: {HELD}. If it does not show up, "
+            f"send it again with the same message id ({message.message_id}): it is added once."
         ) from err
     except WorkflowUpdateFailedError as err:
         raise MessageRefusedError(f"Run '{run_id}' refused the message: {_cause_message(err)}") from err

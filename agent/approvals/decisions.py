@@ -33,12 +33,14 @@ APPROVER_ENV = env_name("approver")
 DEFAULT_TIMEOUT = timedelta(seconds=30)
 
 
-#: What became of an Update no worker took (measured on the dev server: the history has no trace
-#: of it, and a worker started later receives it and the decision takes effect).
+#: What became of an Update no worker took: it is in no history, the server holds it in memory and
+#: usually hands it to the run's next worker, but not across a server restart and not always once
+#: its sender has gone (seen on the dev server: a frozen worker's task timed out and the decision
+#: never arrived). Sending the same decision again is what makes it take effect for sure.
 UPDATE_HELD = (
-    "It is not in the run's history: the server holds it in memory and hands it to the run when a worker "
-    "picks the run up (then it takes effect), unless the server restarts first; `agent pending` shows "
-    "whether the call still waits."
+    "It is not in the run's history: the server may still hand it to the run when a worker picks the run "
+    "up, but not for sure (not across a server restart, nor always once this request has gone); "
+    "`agent pending` shows whether the call still waits, and then send the same decision again."
 )
 
 
