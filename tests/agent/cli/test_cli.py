@@ -18,7 +18,7 @@ from temporalio.api.failure.v1 import ApplicationFailureInfo, Failure
 from temporalio.client import WorkflowFailureError
 
 from agent.agent import Agent
-from agent.approvals.decisions import UnknownRunError, default_approver
+from agent.approvals.decisions import UPDATE_HELD, UnknownRunError, default_approver
 from agent.cli import build_parser
 from agent.client import get_run
 from agent.inbox.command import dev_identity
@@ -149,10 +149,7 @@ async def test_approve_after_the_worker_stopped_times_out_and_says_what_became_o
     assert waited == f"waiting up to 2 s for run {run_id} to accept the confirm of call {call.tool_call_id} ..."
     assert error == (
         f"error: Run '{run_id}' did not accept or refuse the decision within 2 s: no worker took it (is the run's "
-        "worker running, or stopped?). It is not in the run's history: the server holds it in memory and hands it "
-        "to the run when a worker picks the run up (then it takes effect), unless the server restarts first; "
-        "`agent pending` shows whether the call still waits. Sending the same decision again is safe: it is "
-        "applied once."
+        f"worker running, or stopped?). {UPDATE_HELD} Sending the same decision again is safe: it is applied once."
     )
     events = [e.WhichOneof("attributes") for e in (await handle.workflow.fetch_history()).events]
     assert "workflow_execution_update_accepted_event_attributes" not in events
