@@ -7,11 +7,10 @@ can start a run: :func:`object_from_dict` rebuilds only what passes :mod:`core.t
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from core.trust import ANY_CLASS, Slot, import_trusted
+from core.trust import ANY_CLASS, Slot, import_trusted, resolve_path
 
 T = TypeVar("T")
 
@@ -38,20 +37,7 @@ def import_object(path: str) -> Any:
 
     :raises ValueError: If the module or attribute cannot be found.
     """
-    parts = path.split(".")
-    for split in range(len(parts) - 1, 0, -1):
-        module_name = ".".join(parts[:split])
-        try:
-            obj: Any = importlib.import_module(module_name)
-        except ModuleNotFoundError:
-            continue
-        try:
-            for attr in parts[split:]:
-                obj = getattr(obj, attr)
-        except AttributeError as exc:
-            raise ValueError(f"Cannot import '{path}': {exc}") from exc
-        return obj
-    raise ValueError(f"Cannot import '{path}': no such module.")
+    return resolve_path(path)
 
 
 def hook_import_path(hook: Any) -> str:

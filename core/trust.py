@@ -29,7 +29,7 @@ import importlib
 import inspect
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -140,16 +140,20 @@ def trusted_modules() -> tuple[str, ...]:
     return (*PROJECT_PACKAGES, *sorted(extra))
 
 
-def is_trusted_module(module: str) -> bool:
-    """Whether ``module`` is a trusted module or lies below one."""
-    return any(module == prefix or module.startswith(prefix + ".") for prefix in trusted_modules())
+def is_trusted_module(module: str, prefixes: Sequence[str] | None = None) -> bool:
+    """Whether ``module`` is a trusted module or lies below one.
+
+    :param prefixes: The trusted prefixes, when the caller already has them (:func:`trusted_modules`).
+    """
+    prefixes = trusted_modules() if prefixes is None else prefixes
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
 
 
-def _refusal(path: str, slot: Slot, why: str) -> UntrustedPathError:
+def _refusal(path: str, slot: Slot, why: str, prefixes: Sequence[str]) -> UntrustedPathError:
     return UntrustedPathError(
         f"Refused {slot.name} {path!r}: {why}. This process rebuilds only code from the project's packages, "
         f"the modules of the agents and tools it serves, and {TRUSTED_MODULES_ENV} (comma-separated module "
-        f"prefixes; trusted now: {', '.join(trusted_modules())}). If {path!r} is yours, add its module to "
+        f"prefixes; trusted now: {', '.join(prefixes)}). If {path!r} is yours, add its module to "
         f"{TRUSTED_MODULES_ENV} on the worker, or serve the agent that uses it (python worker.py --tools "
         "module:agent, agent dev --agent module:agent)."
     )
@@ -168,34 +172,42 @@ def import_trusted(path: str, slot: Slot) -> Any:
     if not isinstance(path, str) or not path or any(not part for part in path.split(".")):
         raise UntrustedPathError(f"Refused {slot.name} {path!r}: not an import path such as 'package.module.Class'.")
     parts = path.split(".")
+    prefixes = trusted_modules()  # once a path: a replay rebuilds every path of the run
     if any(part.startswith("__") for part in parts):
-        raise _refusal(path, slot, "a path through a dunder attribute is never followed")
-    if not any(is_trusted_module(".".join(parts[:split])) for split in range(1, len(parts))):
-        raise _refusal(path, slot, f"no module of it is trusted ({'.'.join(parts[:-1]) or path})")
-    obj = _resolve(path, parts)
-    check_origin(path, obj, slot)
+        raise _refusal(path, slot, "a path through a dunder attribute is never followed", prefixes)
+    if not any(is_trusted_module(".".join(parts[:split]), prefixes) for split in range(1, len(parts))):
+        raise _refusal(path, slot, f"no module of it is trusted ({'.'.join(parts[:-1]) or path})", prefixes)
+    obj = resolve_path(path, may_import=lambda module: is_trusted_module(module, prefixes))
+    check_origin(path, obj, slot, prefixes)
     problem = slot.problem(obj)
     if problem:
         raise UntrustedPathError(f"Refused {slot.name} {path!r}: {problem}, so it cannot be a {slot.name}.")
     return obj
 
 
-def check_origin(path: str, obj: Any, slot: Slot) -> None:
+def check_origin(path: str, obj: Any, slot: Slot, prefixes: Sequence[str] | None = None) -> None:
     """Refuse ``obj`` (what ``path`` resolved to) unless its own module is trusted.
 
+    :param prefixes: The trusted prefixes, when the caller already has them.
     :raises UntrustedPathError: Naming the path and the object's module.
     """
+    prefixes = trusted_modules() if prefixes is None else prefixes
     origin = getattr(obj, "__module__", None)
-    if not isinstance(origin, str) or not is_trusted_module(origin):
-        raise _refusal(path, slot, f"it resolves to an object of module {origin!r}, which is not trusted")
+    if not isinstance(origin, str) or not is_trusted_module(origin, prefixes):
+        why = f"it resolves to an object of module {origin!r}, which is not trusted"
+        raise _refusal(path, slot, why, prefixes)
 
 
-def _resolve(path: str, parts: list[str]) -> Any:
-    """Import the longest trusted module prefix of ``path`` and walk the rest as attributes;
-    untrusted prefixes are never imported."""
+def resolve_path(path: str, may_import: Callable[[str], bool] = lambda module: True) -> Any:
+    """Import the longest module prefix of ``module.Qualified.Name`` that ``may_import`` allows and
+    walk the rest as attributes; a prefix it refuses is never imported.
+
+    :raises ValueError: If the module or attribute cannot be found.
+    """
+    parts = path.split(".")
     for split in range(len(parts) - 1, 0, -1):
         module_name = ".".join(parts[:split])
-        if not is_trusted_module(module_name):
+        if not may_import(module_name):
             continue
         try:
             obj: Any = importlib.import_module(module_name)
