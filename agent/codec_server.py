@@ -14,9 +14,7 @@ reaches it can decrypt every payload, so put it behind your access control.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import hmac
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -33,6 +31,7 @@ from agent.command_line import add_command
 from agent.inbox.server import InboxServer
 from core.codec import EncryptionCodec, MissingPayloadKeyError, PayloadDecryptionError
 from core.converter import payload_codec
+from runtime.signals import stop_requested
 
 #: ``agent codec-server``'s default port (the one Temporal's samples use).
 DEFAULT_PORT = 8081
@@ -136,10 +135,7 @@ async def cmd_codec_server(args: argparse.Namespace, client: None) -> int:
     keys = ", ".join(codec.key_ids)
     print(f"Codec server: {server.url}  (keys {keys}; encrypting with {codec.encrypting_key_id})", flush=True)
     print(f"Access:       {'bearer token required' if args.token else 'anyone who reaches it (no --token)'}")
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_requested()
     try:
         await stop.wait()
     finally:

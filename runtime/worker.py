@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from datetime import timedelta
@@ -35,6 +34,7 @@ from runtime.mcp_servers import MCPServers, MCPServersPlugin
 from runtime.model_queue import ModelQueuePlugin
 from runtime.plugin import AgentPlugin, connect
 from runtime.replay import ReplayProbeActivities
+from runtime.signals import stop_requested
 from runtime.tool_loading import ToolSpecError, load_tools
 from workflows.replay_probe import ReplayProbeWorkflow
 
@@ -191,10 +191,7 @@ async def run_worker(
     worker = create_worker(
         client, tools=tools, task_queue=task_queue, deployment_name=deployment_name, build_id=build_id
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_requested()
     async with worker:
         # `async with` returns before the plugins have run (MCP servers start there): ready means polling.
         while not worker.is_running:

@@ -10,7 +10,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from agent.run_commands import AgentPathError
 from core.converter import payload_codec
 from core.settings import ConfigurationError, env_name, get_settings
 from runtime.deployment import deployment_config
+from runtime.signals import stop_requested
 from runtime.telemetry import PROMETHEUS_ENV, prometheus_bind_address
 
 #: File under the data directory holding the scripted model's port of the last start (one integer).
@@ -169,10 +169,7 @@ async def _until_stopped(
     args: argparse.Namespace, stack: DevStack, worker: ReloadingWorker, pid: int | None, metrics: str | None
 ) -> int:
     client = await connect(stack.temporal.address)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_requested()
     inbox = None
     if args.inbox_port >= 0:
         identity = IdentityConfig(insecure_dev_identity=args.inbox_identity)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
 
 from temporalio.client import Client
 
@@ -16,6 +14,7 @@ from agent.inbox.identity import IdentityConfig, IdentityConfigError, load_token
 from agent.inbox.server import DEFAULT_PORT, InboxServer
 from agent.run_commands import AgentPathError
 from core.settings import get_settings
+from runtime.signals import stop_requested
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -127,10 +126,7 @@ async def cmd_inbox(args: argparse.Namespace, client: Client) -> int:
     print(f"Identity: {describe_identity(identity)}", flush=True)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}, not loopback: put it behind your reverse proxy.", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_requested()
     try:
         await stop.wait()
     finally:
