@@ -4,7 +4,7 @@ or constructed. The end-to-end refusals on a real worker are in tests/workflows/
 from __future__ import annotations
 
 import sys
-import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,32 +19,15 @@ from hooks import FunctionHook
 from hooks.compaction import CompactionHook, SlidingWindowCompactor
 from hooks.compaction.protocol import COMPACTOR_SLOT
 from hooks.human_in_the_loop.protocol import UI_SLOT
+from tests.support.planted import planted_module
 from tests.tools import add, trace_before_run
 
 
 @pytest.fixture
-def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A module on sys.path that nobody configured: importing it leaves a mark on disk."""
-    mark = tmp_path / "imported"
-    (tmp_path / "planted_hooks.py").write_text(
-        textwrap.dedent(
-            f"""
-            from pathlib import Path
-            Path({str(mark)!r}).write_text("imported")
-            from core.state import State
-
-            def shout(state: State) -> None:
-                Path({str(mark)!r}).write_text("ran")
-
-            class Loud:
-                def run(self, state):
-                    Path({str(mark)!r}).write_text("ran")
-            """
-        )
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield mark
-    sys.modules.pop("planted_hooks", None)
+    with planted_module(tmp_path, monkeypatch, "planted_hooks") as mark:
+        yield mark
 
 
 @pytest.mark.parametrize(

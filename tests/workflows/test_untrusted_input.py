@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import http.server
 import sys
-import textwrap
 import threading
 import time
 import uuid
@@ -28,6 +27,7 @@ from core.payloads import AgentRunInput
 from core.wire import WORKFLOW_TYPE
 from hooks.compaction import CompactionHook, SlidingWindowCompactor
 from hooks.human_in_the_loop.dataclasses import PendingConfirmation
+from tests.support.planted import planted_module
 from tests.tools import add
 
 #: How long a refused run may take to fail: it must not wait on a retrying workflow task.
@@ -62,29 +62,8 @@ async def refused(client: Client, queue: str, data: dict[str, Any]) -> str:
 @pytest.fixture
 def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A module on the worker's sys.path that no operator configured; importing it leaves a mark."""
-    mark = tmp_path / "imported"
-    (tmp_path / "planted_worker_code.py").write_text(
-        textwrap.dedent(
-            f"""
-            from pathlib import Path
-            Path({str(mark)!r}).write_text("imported")
-            from core.state import State
-
-            def shout(state: State) -> None:
-                Path({str(mark)!r}).write_text("ran")
-
-            class Amount(int):
-                pass
-
-            def keep(current, new):
-                Path({str(mark)!r}).write_text("ran")
-                return new
-            """
-        )
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield mark
-    sys.modules.pop("planted_worker_code", None)
+    with planted_module(tmp_path, monkeypatch, "planted_worker_code") as mark:
+        yield mark
 
 
 async def test_row_1_a_constructor_as_a_hook_a_compactor_or_inside_a_sub_agent_is_refused(
