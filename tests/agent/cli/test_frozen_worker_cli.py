@@ -11,9 +11,9 @@ from datetime import timedelta
 
 import pytest
 
-from agent import Agent, ChatMessage
 from tests.agent.cli.test_cli import agent_cli, parked_run
 from tests.support.frozen_worker import bound, worker_to_freeze
+from tests.support.sessions import answered_session
 
 pytestmark = pytest.mark.slow
 
@@ -65,14 +65,7 @@ async def test_send_with_a_frozen_worker_keeps_its_deadline_and_a_retry_adds_not
     scripted.script(model, [{"text": "Hi."}, {"text": "Got it once."}])
     deadline = 3.0
     async with worker_to_freeze(tmp_path, f"frozen-{run_id}") as worker:
-        handle = await Agent(model=model).start(
-            client,
-            [ChatMessage.from_user("hi")],
-            run_id=run_id,
-            task_queue=worker.task_queue,
-            wait_for_user=timedelta(minutes=5),
-        )
-        await handle.wait_turn(1, timeout=timedelta(seconds=60))
+        handle = await answered_session(client, model, run_id, worker.task_queue)
         worker.freeze()
         sent, took = await timed_cli("send", run_id, "please do it once", "--timeout", f"{deadline:g}")
         assert sent.returncode == 1, sent.stdout

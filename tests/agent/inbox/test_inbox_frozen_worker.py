@@ -10,13 +10,13 @@ from datetime import timedelta
 
 import pytest
 
-from agent import Agent, ChatMessage
 from agent.conversation import NotAcceptedError
 from agent.inbox import IdentityConfig, InboxSettings, create_app
 from tests.agent.inbox.support import IDENTITY_HEADER
 from tests.agent.inbox.test_inbox_http import csrf_of, http
 from tests.agent.inbox.test_inbox_links import LINK_SECRET, link, parked
 from tests.support.frozen_worker import bound, worker_to_freeze
+from tests.support.sessions import answered_session
 
 pytestmark = pytest.mark.slow
 
@@ -41,14 +41,7 @@ async def test_a_frozen_worker_keeps_the_pages_deadline_and_a_retry_adds_the_mes
 ):
     scripted.script(model, [{"text": "Hi."}, {"text": "Done once."}, {"text": "And again."}])
     async with worker_to_freeze(tmp_path, f"frozen-{run_id}") as worker:
-        handle = await Agent(model=model).start(
-            client,
-            [ChatMessage.from_user("hi")],
-            run_id=run_id,
-            task_queue=worker.task_queue,
-            wait_for_user=timedelta(minutes=5),
-        )
-        await handle.wait_turn(1, timeout=timedelta(seconds=60))
+        handle = await answered_session(client, model, run_id, worker.task_queue)
         app = create_app(
             client,
             identity=IdentityConfig(header=IDENTITY_HEADER),

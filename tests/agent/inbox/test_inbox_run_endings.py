@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 
-from agent import Agent, ChatMessage
 from agent.inbox import IdentityConfig, create_app
 from tests.agent.inbox.support import BROWSER_TASK_QUEUE, IDENTITY_HEADER
 from tests.agent.inbox.test_inbox_http import http
-from tests.support.polling import eventually
+from tests.support.sessions import answered_session
 
 
 def by_testid(html: str, name: str) -> str:
@@ -20,14 +18,7 @@ def by_testid(html: str, name: str) -> str:
 
 async def test_a_cancelled_run_reads_cancelled_with_its_reason(client, scripted, model, run_id, browser_worker):
     scripted.script(model, [{"text": "Hi, how can I help?"}])
-    handle = await Agent(model=model).start(
-        client,
-        [ChatMessage.from_user("hello")],
-        run_id=run_id,
-        task_queue=BROWSER_TASK_QUEUE,
-        wait_for_user=timedelta(minutes=5),
-    )
-    await eventually(handle.status, lambda s: s.waiting_for_user, message="the session never waited")
+    handle = await answered_session(client, model, run_id, BROWSER_TASK_QUEUE, first="hello")
     await handle.cancel("closed by ann")
     await handle.result()
     app = create_app(client, identity=IdentityConfig(header=IDENTITY_HEADER))
